@@ -1,0 +1,190 @@
+/* tile.h: the public C API of libtile, the tilec runtime.  Prefix: tile_.
+ *
+ * One program runs unchanged on both backends:
+ *   cpu  - the IR interpreter (the oracle), host memory;
+ *   cuda - NVRTC-compiled kernels launched through the driver API
+ *          (libcuda.so.1 opened with dlopen), device memory.
+ *
+ *   tile_ctx_create(&ctx, TILE_BACKEND_CPU, 0);
+ *   tile_module_load_file(ctx, "k.tile", &mod);                  parse + check
+ *   tile_const c[] = {{"CHUNK", 0, 64, 0}};
+ *   tile_kernel_get(mod, "chunk_cumsum", c, 1, &kern);            specialise (cached)
+ *   tile_arg args[] = {tile_arg_array(a), tile_arg_i32(n)};
+ *   tile_launch(kern, grid, args, 2, NULL);
+ *
+ * Every call returns a tile_status; on failure tile_ctx_last_error(ctx) holds
+ * a message that explains it (compiler diagnostics included, as
+ * "file:line:col: error: ..." with the source line and a caret).  Nothing
+ * aborts the host process.  A context is not thread-safe: use one per thread. */
+#ifndef TILE_H
+#define TILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tile_status {
+    TILE_OK = 0,
+    TILE_ERR_INVALID_ARG,   /* bad argument: null, wrong kind/dtype/rank, extent mismatch, grid */
+    TILE_ERR_COMPILE,       /* the program or its specialisation has errors */
+    TILE_ERR_LAUNCH,        /* the kernel failed while running */
+    TILE_ERR_NO_DEVICE,     /* no CUDA driver or no such device */
+    TILE_ERR_UNSUPPORTED,   /* backend not built, or feature not available on it */
+    TILE_ERR_IO,            /* a file could not be read or written */
+    TILE_ERR_NO_MEMORY,
+    TILE_ERR_INTERNAL,      /* a bug in tilec: please report it */
+    TILE_ERR_NOT_FOUND,     /* no kernel of that name */
+} tile_status;
+
+/* Element types; same order as DType in compiler/base.h (checked there). */
+typedef enum tile_dtype {
+    TILE_BOOL, TILE_I8, TILE_I16, TILE_I32, TILE_I64,
+    TILE_U8, TILE_U16, TILE_U32, TILE_U64,
+    TILE_F16, TILE_BF16, TILE_F32, TILE_F64, TILE_TF32,
+    TILE_DTYPE_COUNT
+} tile_dtype;
+
+typedef enum tile_backend_kind {
+    TILE_BACKEND_CPU = 1,
+    TILE_BACKEND_CUDA = 2,
+} tile_backend_kind;
+
+#define TILE_MAX_DIMS 8
+
+typedef struct tile_ctx tile_ctx;
+typedef struct tile_module tile_module;
+typedef struct tile_kernel tile_kernel;
+typedef struct tile_event tile_event;
+
+/* An array argument.  Strides are in elements.  `data` is a host pointer on
+ * the CPU backend, a device pointer (from tile_malloc) on CUDA. */
+typedef struct tile_array {
+    void *data;
+    tile_dtype dtype;
+    int rank;
+    int64_t shape[TILE_MAX_DIMS];
+    int64_t strides[TILE_MAX_DIMS];
+} tile_array;
+
+typedef enum tile_arg_kind { TILE_ARG_ARRAY = 1, TILE_ARG_SCALAR = 2 } tile_arg_kind;
+
+/* A launch argument.  A scalar carries its own dtype; tile_launch converts it
+ * to the parameter's dtype (integers to floats and back, as astype does). */
+typedef struct tile_arg {
+    tile_arg_kind kind;
+    tile_array array;          /* TILE_ARG_ARRAY */
+    tile_dtype dtype;          /* TILE_ARG_SCALAR: dtype of `value` */
+    union { int64_t i; uint64_t u; double f; } value;   /* ints in i (u64 in u), floats in f, bool in i */
+} tile_arg;
+
+/* A row-major (C order) array over `data`. */
+tile_array tile_array_contiguous(void *data, tile_dtype dtype, int rank, const int64_t *shape);
+int64_t    tile_array_numel(const tile_array *a);
+
+tile_arg tile_arg_array(tile_array a);
+tile_arg tile_arg_bool(int v);
+tile_arg tile_arg_i32(int32_t v);
+tile_arg tile_arg_i64(int64_t v);
+tile_arg tile_arg_u32(uint32_t v);
+tile_arg tile_arg_u64(uint64_t v);
+tile_arg tile_arg_f32(float v);
+tile_arg tile_arg_f64(double v);
+
+/* The value of one `const` kernel parameter, for tile_kernel_get. */
+typedef struct tile_const {
+    const char *name;
+    int is_float;     /* value written as a float: use f; else i */
+    int64_t i;
+    double f;
+} tile_const;
+
+/* ---- dtypes and statuses ---------------------------------------------- */
+const char *tile_status_name(tile_status s);    /* "TILE_ERR_INVALID_ARG" */
+const char *tile_dtype_name(tile_dtype t);      /* "f32"; "?" if out of range */
+int         tile_dtype_size(tile_dtype t);      /* bytes per element; 0 if out of range */
+int         tile_dtype_from_name(const char *name, tile_dtype *out);   /* 1 if known */
+
+/* ---- contexts ----------------------------------------------------------- */
+/* CUDA without a driver gives TILE_ERR_NO_DEVICE ("no CUDA driver found
+ * (libcuda.so.1: ...)"); a library built without the CUDA toolkit gives
+ * TILE_ERR_UNSUPPORTED.  On failure *ctx is still set to a context that only
+ * holds the message (read it with tile_ctx_last_error, then destroy it), or
+ * to NULL if even that could not be allocated. */
+tile_status tile_ctx_create(tile_ctx **ctx, tile_backend_kind backend, int device);
+void        tile_ctx_destroy(tile_ctx *ctx);        /* releases its modules and memory maps */
+const char *tile_ctx_last_error(const tile_ctx *ctx);  /* "" when none; never NULL */
+tile_backend_kind tile_ctx_backend(const tile_ctx *ctx);
+const char *tile_ctx_device_name(const tile_ctx *ctx); /* "cpu (interpreter)", "NVIDIA H200" */
+
+/* ---- modules and kernels ------------------------------------------------ */
+/* Parse and check a program.  Errors: TILE_ERR_IO (file), TILE_ERR_COMPILE
+ * (the diagnostics are the message). */
+tile_status tile_module_load_file(tile_ctx *ctx, const char *path, tile_module **mod);
+tile_status tile_module_load_string(tile_ctx *ctx, const char *name, const char *source,
+                                    tile_module **mod);
+/* Releases a module and all its kernels; later use of them is an error, not a crash. */
+void        tile_module_release(tile_module *mod);
+/* Number of kernels in the module and the name of kernel i (for the CLI). */
+int         tile_module_num_kernels(const tile_module *mod);
+const char *tile_module_kernel_name(const tile_module *mod, int i);
+
+/* Specialises kernel `name` on the constants and compiles it for the
+ * context's backend.  Cached in the module per (name, constant values): the
+ * same values give the same tile_kernel.  Unknown kernel: TILE_ERR_NOT_FOUND.
+ * The kernel lives as long as its module. */
+tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const *consts,
+                            int nconsts, tile_kernel **kern);
+
+/* Introspection of the specialised kernel's runtime parameters (constants
+ * excluded), in launch order. */
+typedef struct tile_param_info {
+    const char *name;
+    int is_array;
+    tile_dtype dtype;
+    int rank;                              /* arrays */
+    const char *dims[TILE_MAX_DIMS];       /* arrays: extent names, NULL for `_` */
+    int written;                           /* arrays: the kernel may store into it */
+} tile_param_info;
+int         tile_kernel_num_params(const tile_kernel *k);
+tile_status tile_kernel_param(const tile_kernel *k, int i, tile_param_info *info);
+const char *tile_kernel_name(const tile_kernel *k);
+/* The compiler's IR (ir.h IrFunc) of the specialised kernel, for tools. */
+const void *tile_kernel_ir(const tile_kernel *k);
+
+/* Runs the kernel on a grid of grid[0] x grid[1] x grid[2] blocks.  args are in
+ * the kernel's runtime-parameter order.  Checked first: the argument count,
+ * each argument's kind, dtype and rank, non-null data (unless the array is
+ * empty), non-negative extents and strides, equal extents for dims with the
+ * same name, and grid extents in 1..(2^31-1, 65535, 65535).  `stream` is a
+ * CUstream on CUDA (NULL = default stream), ignored on CPU.  CPU launches are
+ * synchronous; CUDA launches are asynchronous (tile_synchronize). */
+tile_status tile_launch(tile_kernel *k, const int grid[3], const tile_arg *args, int nargs,
+                        void *stream);
+
+/* ---- memory: host memory on CPU, device memory on CUDA ------------------ */
+tile_status tile_malloc(tile_ctx *ctx, size_t bytes, void **ptr);
+tile_status tile_free(tile_ctx *ctx, void *ptr);       /* NULL is fine */
+tile_status tile_memcpy_h2d(tile_ctx *ctx, void *dst, const void *src, size_t bytes);
+tile_status tile_memcpy_d2h(tile_ctx *ctx, void *dst, const void *src, size_t bytes);
+tile_status tile_memcpy_d2d(tile_ctx *ctx, void *dst, const void *src, size_t bytes);
+tile_status tile_memset(tile_ctx *ctx, void *dst, int byte, size_t bytes);
+tile_status tile_synchronize(tile_ctx *ctx);
+
+/* ---- timing: CUDA events on GPU, the monotonic clock on CPU -------------- */
+tile_status tile_event_create(tile_ctx *ctx, tile_event **ev);
+tile_status tile_event_record(tile_event *ev, void *stream);
+/* Milliseconds from `start` to `end`; waits for `end` to complete. */
+tile_status tile_event_elapsed_ms(tile_event *start, tile_event *end, float *ms);
+void        tile_event_destroy(tile_event *ev);
+
+/* ---- CPU backend options ------------------------------------------------ */
+/* Where the interpreter's print() writes (default stdout). */
+tile_status tile_ctx_set_print_file(tile_ctx *ctx, void *file /* FILE* */);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what tilec needs to build and test, where it is missing (Debian/Ubuntu, as root):
+# flex and bison (the front end), cmake and a C compiler, clang (the libFuzzer target),
+# and Debian's python3-numpy (the example tests compare with NumPy).
+# The CUDA toolkit is optional and is not installed here: without it the CPU half
+# builds and tests, and the GPU tests are skipped.
+set -euo pipefail
+need=()
+command -v flex  >/dev/null 2>&1 || need+=(flex)
+command -v bison >/dev/null 2>&1 || need+=(bison)
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v cc    >/dev/null 2>&1 || need+=(gcc)
+command -v make  >/dev/null 2>&1 || need+=(make)
+if [ "${TILEC_NO_FUZZ:-0}" != 1 ]; then
+  command -v clang >/dev/null 2>&1 || need+=(clang)
+fi
+if ! /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1; then need+=(python3-numpy); fi
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "tilec: missing ${need[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "tilec: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
