@@ -52,6 +52,8 @@ struct Expr {
     int64_t ival;        /* EX_INT (as unsigned 64-bit wraps), EX_BOOL */
     double fval;         /* EX_FLOAT */
     DType dtype;         /* EX_DTYPE */
+    int depth;           /* height of this subtree (1 for a leaf); the parser bounds it
+                          * so every recursive walk of an Expr has a bounded depth */
 };
 
 /* ---- statements ------------------------------------------------------- */
@@ -87,6 +89,8 @@ struct Stmt {
     bool tuple_pattern;  /* ST_LET written as let (a, b) = ... */
     const char *name;    /* ST_ASSIGN target */
     int op;              /* ST_ASSIGN: 0 for '=', else BIN_ADD/BIN_SUB/BIN_MUL/BIN_DIV */
+    bool compound;       /* ST_ASSIGN: true for += -= *= /= (then op is the BinOp; note BIN_ADD
+                          * is 0 too, so test this flag, not op, to tell '=' from '+=') */
     Expr *expr;          /* init / value / cond / expression / return value */
     Expr *msg;           /* ST_STATIC_ASSERT message (EX_STRING) or NULL */
     bool is_static;      /* ST_FOR: static_range instead of range */
