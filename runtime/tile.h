@@ -183,6 +183,74 @@ void        tile_event_destroy(tile_event *ev);
 /* ---- CPU backend options ------------------------------------------------ */
 /* Where the interpreter's print() writes (default stdout). */
 tile_status tile_ctx_set_print_file(tile_ctx *ctx, void *file /* FILE* */);
+/* Ops the interpreter may execute per block before it stops the launch with
+ * TILE_ERR_LAUNCH ("step limit exceeded"); 0 = the default (1e9). */
+tile_status tile_ctx_set_step_limit(tile_ctx *ctx, int64_t max_steps);
+
+/* ---- autotuning (runtime/tune.c) ---------------------------------------- */
+/* What one tile_tune call did (optional output, see tile_tune_options.stats). */
+typedef struct tile_tune_stats {
+    int npoints;        /* points in the space (after `fixed` shrank it) */
+    int ntimed;         /* points compiled, launched and timed (0 on a cache hit) */
+    int nskipped;       /* points that failed to compile or launch */
+    int cache_hit;      /* 1: the winner came from the disk cache, nothing was timed */
+    int cache_stored;   /* 1: the winner was written to the disk cache */
+    int cache_corrupt;  /* 1: a cache file existed but was unreadable/corrupt (ignored) */
+    float best_ms;      /* median time of the winner (the cached time on a hit) */
+} tile_tune_stats;
+
+typedef struct tile_tune_options {
+    int warmup;              /* untimed launches per point before timing (>= 0) */
+    int repeat;              /* timed launches per point; the median counts (>= 1) */
+    int verbose;             /* the table of points and times, skips and the winner on `log` */
+    const char *cache_dir;   /* NULL: $TILE_CACHE_DIR, else ~/.cache/tilec; "" or "off": no disk cache */
+    int flush_l2;            /* CUDA: overwrite a scratch buffer larger than L2 before each timed launch */
+    int force;               /* re-time even when the cache holds a winner (and overwrite it) */
+    void *log;               /* FILE* for verbose output and warnings; NULL = stderr */
+    tile_tune_stats *stats;  /* filled when not NULL */
+} tile_tune_options;
+
+/* warmup 1, repeat 5, flush_l2 1, everything else 0/NULL. */
+tile_tune_options tile_tune_default_options(void);
+
+/* Computes the grid of a launch from the constants of one point of the space
+ * (block sizes change the grid).  consts holds every tuned and fixed constant. */
+typedef void (*tile_grid_fn)(const tile_const *consts, int nconsts, int grid[3], void *user);
+
+/* Searches the space of kernel `kernel` -- the cross product of the axes of its
+ * `tune` block (one point if it has none) -- and returns the fastest point.
+ * `fixed` constants are held: one naming an axis shrinks it to that value, the
+ * others are added to every point (e.g. a constant with no default).  Each point
+ * is compiled (tile_kernel_get), launched `warmup` times, then timed `repeat`
+ * times with the backend's events on the default stream (CUDA: L2 flushed
+ * before each timed launch when flush_l2); points that fail to compile (e.g. a
+ * static_assert) or launch are skipped (listed when verbose).  The launches
+ * run on `args` for real: a kernel that reads what it writes (in place,
+ * atomics) leaves them changed -- tune on scratch copies then.
+ *
+ * The winner is cached on disk by (kernel, module source hash, shape class,
+ * fixed constants, backend and device name); the shape class is each array's
+ * dtype and extents rounded up to powers of two, and each scalar's dtype, so
+ * nearby shapes share a winner.  A later call with the same key returns the
+ * cached winner without timing.  A corrupt cache file is ignored with a warning
+ * on `log` and rewritten; an unusable cache directory only disables caching.
+ *
+ * On success *best is the winner's kernel (owned by the module) and, when
+ * best_consts is not NULL, best_consts[0..*nbest) its constants (tuned and
+ * fixed; names live as long as the module): on entry *nbest is the capacity of
+ * best_consts.  TILE_ERR_COMPILE when no point compiled and ran (the message
+ * lists why).  opt NULL = tile_tune_default_options(). */
+tile_status tile_tune(tile_module *mod, const char *kernel, const tile_const *fixed, int nfixed,
+                      tile_grid_fn grid_fn, void *user, const tile_arg *args, int nargs,
+                      const tile_tune_options *opt, tile_kernel **best, tile_const *best_consts,
+                      int *nbest);
+
+/* The tune space of `kernel` with `fixed` held, as tile_tune sees it: *npoints
+ * is its size and, when consts is not NULL, consts[0..*nconsts) the constants
+ * of point `index` (0 <= index < *npoints; on entry *nconsts is the capacity).
+ * E.g. to specialise some point for tile_kernel_param before arrays exist. */
+tile_status tile_tune_space(tile_module *mod, const char *kernel, const tile_const *fixed, int nfixed,
+                            int index, int *npoints, tile_const *consts, int *nconsts);
 
 #ifdef __cplusplus
 }

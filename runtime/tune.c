@@ -1,0 +1,791 @@
+/* tune.c: the autotuner (tile_tune in tile.h) and its on-disk result cache.
+ * Prefix: tune_ (internal), tile_tune (public).
+ *
+ * A kernel's `tune` block lists axes `NAME in (v, ...)` over its constant
+ * parameters and the hints num_warps / occupancy.  The space is their cross
+ * product; the caller's `fixed` constants shrink an axis to one value or add
+ * one-value axes.  Every point is compiled through tile_kernel_get (so the
+ * module's kernel cache keeps the compiled points), launched `warmup` times,
+ * then timed `repeat` times with the backend's events; the median counts.
+ *
+ * The winner is stored in one small text file per key,
+ *     <cache dir>/tune-<fnv1a(key) in hex>.txt
+ *         tilec-tune 1
+ *         key <kernel>|<source hash>|<backend>:<device>|<shape class>|<fixed>
+ *         ms <median time, %a>
+ *         const <NAME> i <integer>        (one line per axis, in axis order)
+ *         const <NAME> f <%a>
+ *         end <fnv1a of every byte above, 16 hex digits>
+ * written to a temporary file and renamed into place.  A file that does not
+ * parse strictly, fails its checksum, or names a point outside the current
+ * space is reported as corrupt and replaced; a file with another key (a hash
+ * collision) is a plain miss. */
+#include "backend.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum {
+    TUNE_MAX_POINTS = 100000,      /* a bigger space is surely a mistake */
+    TUNE_MAX_CACHE_FILE = 1 << 16, /* a cache file is a few hundred bytes */
+    TUNE_MAX_EVAL_DEPTH = 64,      /* file-level constants referring to each other */
+    TUNE_MAX_SKIP_LINES = 16,      /* skipped points listed in the final error */
+};
+
+/* L2 flush buffer on CUDA: larger than the L2 of any current GPU (H200: 60 MiB). */
+#define TUNE_L2_SCRATCH_BYTES ((size_t)256 << 20)
+
+/* One axis of the space: a name and its values (each a tile_const). */
+typedef struct TuneAxisVals {
+    const char *name;
+    tile_const *values;
+    int nvalues;
+} TuneAxisVals;
+
+/* The result of one point of the space. */
+typedef struct TunePoint {
+    int ok;                 /* compiled, launched and timed */
+    float ms;               /* median, when ok */
+    char *why;              /* when not ok: the first line of the error (arena) */
+} TunePoint;
+
+typedef struct Tuner {
+    tile_module *mod;
+    tile_ctx *ctx;
+    const char *kernel;
+    Arena arena;            /* everything of this call */
+    TuneAxisVals *axes;
+    int naxes;
+    int npoints;
+    tile_tune_options opt;
+    FILE *log;
+    char *key;              /* cache key (one line) */
+    char *cache_path;       /* NULL: no disk cache */
+    char *cache_dir;
+} Tuner;
+
+tile_tune_options tile_tune_default_options(void) {
+    tile_tune_options o;
+    memset(&o, 0, sizeof o);
+    o.warmup = 1;
+    o.repeat = 5;
+    o.flush_l2 = 1;
+    return o;
+}
+
+static uint64_t tune_fnv1a(const void *data, size_t n) {
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void tune_warn(Tuner *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tune_warn(Tuner *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tilec: warning: ", t->log);
+    vfprintf(t->log, fmt, ap);
+    fputc('\n', t->log);
+    va_end(ap);
+}
+
+static void tune_verbose(Tuner *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tune_verbose(Tuner *t, const char *fmt, ...) {
+    if (!t->opt.verbose) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(t->log, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the values of tune axes ------------------------------------------- */
+
+/* Tune values are constants (checked by lower_check_program); the autotuner
+ * evaluates the usual forms: literals, file-level constants, unary minus and
+ * integer/float arithmetic.  Others are reported where they are written. */
+static bool tune_eval(const Program *prog, Diag *d, const Expr *e, int depth, tile_const *out);
+
+static bool tune_eval_name(const Program *prog, Diag *d, const Expr *e, int depth, tile_const *out) {
+    for (const Decl *c = prog->decls; c; c = c->next)
+        if (c->kind == DECL_CONST && strcmp(c->name, e->name) == 0) return tune_eval(prog, d, c->init, depth + 1, out);
+    diag_error(d, e->loc, "tune value '%s' is not a file-level constant", e->name);
+    return false;
+}
+
+static bool tune_eval_binary(const Program *prog, Diag *d, const Expr *e, int depth, tile_const *out) {
+    tile_const a, b;
+    if (!tune_eval(prog, d, e->a, depth + 1, &a) || !tune_eval(prog, d, e->b, depth + 1, &b)) return false;
+    memset(out, 0, sizeof *out);
+    if (a.is_float || b.is_float) {
+        double x = a.is_float ? a.f : (double)a.i, y = b.is_float ? b.f : (double)b.i;
+        out->is_float = 1;
+        switch ((BinOp)e->op) {
+        case BIN_ADD: out->f = x + y; return true;
+        case BIN_SUB: out->f = x - y; return true;
+        case BIN_MUL: out->f = x * y; return true;
+        case BIN_DIV: out->f = x / y; return true;
+        default: break;
+        }
+    } else {
+        uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;   /* wrapping arithmetic */
+        switch ((BinOp)e->op) {
+        case BIN_ADD: out->i = (int64_t)(x + y); return true;
+        case BIN_SUB: out->i = (int64_t)(x - y); return true;
+        case BIN_MUL: out->i = (int64_t)(x * y); return true;
+        case BIN_DIV:
+        case BIN_MOD:
+            /* the language's rule for integer division by zero (scalar.h) */
+            if (b.i == 0 || (a.i == INT64_MIN && b.i == -1)) out->i = 0;
+            else out->i = e->op == BIN_DIV ? a.i / b.i : a.i % b.i;
+            return true;
+        case BIN_SHL: out->i = b.i < 0 || b.i > 63 ? 0 : (int64_t)(x << b.i); return true;
+        case BIN_SHR: out->i = b.i < 0 || b.i > 63 ? (a.i < 0 ? -1 : 0) : a.i >> b.i; return true;
+        case BIN_AND: out->i = a.i & b.i; return true;
+        case BIN_OR: out->i = a.i | b.i; return true;
+        case BIN_XOR: out->i = a.i ^ b.i; return true;
+        default: break;
+        }
+    }
+    diag_error(d, e->loc, "the autotuner cannot evaluate '%s' in a tune value", binop_spelling((BinOp)e->op));
+    return false;
+}
+
+static bool tune_eval(const Program *prog, Diag *d, const Expr *e, int depth, tile_const *out) {
+    memset(out, 0, sizeof *out);
+    if (!e) return false;
+    if (depth > TUNE_MAX_EVAL_DEPTH) {
+        diag_error(d, e->loc, "tune value nests too deeply");
+        return false;
+    }
+    switch (e->kind) {
+    case EX_INT:
+    case EX_BOOL:
+        out->i = e->ival;
+        out->f = (double)e->ival;
+        return true;
+    case EX_FLOAT:
+        out->is_float = 1;
+        out->f = e->fval;
+        return true;
+    case EX_NAME:
+        return tune_eval_name(prog, d, e, depth, out);
+    case EX_UNARY:
+        if (e->op == '-') {
+            if (!tune_eval(prog, d, e->a, depth + 1, out)) return false;
+            if (out->is_float) out->f = -out->f;
+            else out->i = (int64_t)(0 - (uint64_t)out->i);
+            return true;
+        }
+        break;
+    case EX_BINARY:
+        return tune_eval_binary(prog, d, e, depth, out);
+    default:
+        break;
+    }
+    diag_error(d, e->loc, "the autotuner cannot evaluate this tune value (write a number or a constant)");
+    return false;
+}
+
+static bool tune_const_equal(const tile_const *a, const tile_const *b) {
+    if (a->is_float != b->is_float) return false;
+    return a->is_float ? a->f == b->f : a->i == b->i;
+}
+
+static const char *tune_const_text(const tile_const *c, char *buf, size_t n) {
+    if (c->is_float) snprintf(buf, n, "%g", c->f);
+    else snprintf(buf, n, "%lld", (long long)c->i);
+    return buf;
+}
+
+/* ---- the space --------------------------------------------------------- */
+
+static const Decl *tune_find_decl(const Program *p, DeclKind kind, const char *name) {
+    for (const Decl *d = p->decls; d; d = d->next)
+        if (d->kind == kind && strcmp(d->name, name) == 0) return d;
+    return NULL;
+}
+
+/* The name as the module spells it (so it lives as long as the module). */
+static const char *tune_stable_name(const Decl *k, const char *name) {
+    for (const Param *p = k->params; p; p = p->next)
+        if (p->kind == PARAM_CONST && strcmp(p->name, name) == 0) return p->name;
+    if (strcmp(name, "num_warps") == 0) return "num_warps";
+    if (strcmp(name, "occupancy") == 0) return "occupancy";
+    return NULL;
+}
+
+static tile_status tune_build_space(Tuner *t, const tile_const *fixed, int nfixed) {
+    const Program *prog = t->mod->program;
+    const Decl *k = tune_find_decl(prog, DECL_KERNEL, t->kernel);
+    const Decl *block = tune_find_decl(prog, DECL_TUNE, t->kernel);
+    int cap = nfixed;
+    if (block)
+        for (const TuneAxis *ax = block->axes; ax; ax = ax->next) cap++;
+    t->axes = ARENA_ARRAY(&t->arena, TuneAxisVals, cap > 0 ? cap : 1);
+    t->naxes = 0;
+
+    for (int i = 0; i < nfixed; i++) {
+        if (!fixed[i].name)
+            return tile_error(t->ctx, TILE_ERR_INVALID_ARG, "tile_tune: fixed constant %d has no name", i);
+        for (int j = 0; j < i; j++)
+            if (strcmp(fixed[i].name, fixed[j].name) == 0)
+                return tile_error(t->ctx, TILE_ERR_INVALID_ARG, "tile_tune: fixed constant '%s' given twice",
+                                  fixed[i].name);
+        if (!tune_stable_name(k, fixed[i].name))
+            return tile_error(t->ctx, TILE_ERR_INVALID_ARG,
+                              "tile_tune: '%s' is not a constant parameter of kernel '%s' (nor num_warps/occupancy)",
+                              fixed[i].name, t->kernel);
+    }
+
+    Diag d;
+    diag_init(&d, t->mod->name, t->mod->source);
+    for (const TuneAxis *ax = block ? block->axes : NULL; ax; ax = ax->next) {
+        TuneAxisVals *a = &t->axes[t->naxes++];
+        a->name = ax->name;
+        const tile_const *held = NULL;
+        for (int i = 0; i < nfixed; i++)
+            if (strcmp(fixed[i].name, ax->name) == 0) held = &fixed[i];
+        if (held) {   /* the caller holds this axis at one value */
+            a->values = ARENA_NEW(&t->arena, tile_const);
+            a->values[0] = *held;
+            a->values[0].name = ax->name;
+            a->nvalues = 1;
+            continue;
+        }
+        a->values = ARENA_ARRAY(&t->arena, tile_const, ax->nvalues > 0 ? ax->nvalues : 1);
+        for (const Expr *v = ax->values; v; v = v->next) {
+            tile_const c;
+            if (!tune_eval(prog, &d, v, 0, &c)) continue;
+            c.name = ax->name;
+            int dup = 0;   /* a value listed twice is one point */
+            for (int j = 0; j < a->nvalues; j++) dup |= tune_const_equal(&a->values[j], &c);
+            if (!dup && a->nvalues < ax->nvalues) a->values[a->nvalues++] = c;
+        }
+    }
+    if (d.nerrors) {
+        tile_status st = tile_error(t->ctx, TILE_ERR_COMPILE, "%s", diag_text(&d));
+        diag_free(&d);
+        return st;
+    }
+    diag_free(&d);
+    for (int i = 0; i < nfixed; i++) {   /* fixed constants outside the tune block */
+        int in_block = 0;
+        for (int j = 0; j < t->naxes; j++) in_block |= strcmp(t->axes[j].name, fixed[i].name) == 0;
+        if (in_block) continue;
+        TuneAxisVals *a = &t->axes[t->naxes++];
+        a->name = tune_stable_name(k, fixed[i].name);
+        a->values = ARENA_NEW(&t->arena, tile_const);
+        a->values[0] = fixed[i];
+        a->values[0].name = a->name;
+        a->nvalues = 1;
+    }
+    int64_t n = 1;
+    for (int i = 0; i < t->naxes; i++) {
+        if (t->axes[i].nvalues == 0)
+            return tile_error(t->ctx, TILE_ERR_COMPILE, "tune block of '%s': axis '%s' has no value",
+                              t->kernel, t->axes[i].name);
+        n *= t->axes[i].nvalues;
+        if (n > TUNE_MAX_POINTS)
+            return tile_error(t->ctx, TILE_ERR_INVALID_ARG, "tune space of '%s' has more than %d points",
+                              t->kernel, TUNE_MAX_POINTS);
+    }
+    t->npoints = (int)n;
+    return TILE_OK;
+}
+
+/* The constants of point `index` (mixed radix, the first axis varying slowest). */
+static void tune_point_consts(const Tuner *t, int index, tile_const *out) {
+    for (int i = t->naxes - 1; i >= 0; i--) {
+        const TuneAxisVals *a = &t->axes[i];
+        out[i] = a->values[index % a->nvalues];
+        index /= a->nvalues;
+    }
+}
+
+static char *tune_point_label(Tuner *t, const tile_const *consts) {
+    size_t cap = 32;
+    for (int i = 0; i < t->naxes; i++) cap += strlen(consts[i].name) + 32;
+    char *s = arena_alloc(&t->arena, cap);
+    size_t len = 0;
+    for (int i = 0; i < t->naxes; i++) {
+        char v[40];
+        len += (size_t)snprintf(s + len, cap - len, "%s%s=%s", i ? " " : "", consts[i].name,
+                                tune_const_text(&consts[i], v, sizeof v));
+    }
+    if (t->naxes == 0) snprintf(s, cap, "(defaults)");
+    return s;
+}
+
+/* ---- the cache key ----------------------------------------------------- */
+
+static uint64_t tune_pow2_ceil(int64_t x) {
+    if (x <= 0) return 0;
+    uint64_t p = 1;
+    while (p < (uint64_t)x) p <<= 1;
+    return p;
+}
+
+/* Appends printf output to an arena string being built (realloc by copying). */
+typedef struct TuneStr {
+    Arena *arena;
+    char *s;
+    size_t len, cap;
+} TuneStr;
+
+static void ts_printf(TuneStr *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ts_printf(TuneStr *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = (b->cap + (size_t)n + 1) * 2;
+        char *s = arena_alloc(b->arena, cap);
+        if (b->s) memcpy(s, b->s, b->len + 1);
+        b->s = s;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+static void tune_make_key(Tuner *t, const tile_const *fixed, int nfixed, const tile_arg *args, int nargs) {
+    TuneStr b = {&t->arena, NULL, 0, 0};
+    const char *backend = t->ctx->ops->name ? t->ctx->ops->name : "?";
+    ts_printf(&b, "%s|%016llx|%s:%s|", t->kernel, (unsigned long long)t->mod->source_hash, backend,
+              tile_ctx_device_name(t->ctx));
+    for (int i = 0; i < nargs; i++) {
+        const tile_arg *a = &args[i];
+        if (i) ts_printf(&b, ",");
+        if (a->kind == TILE_ARG_ARRAY) {
+            ts_printf(&b, "%s[", tile_dtype_name(a->array.dtype));
+            for (int j = 0; j < a->array.rank && j < TILE_MAX_DIMS; j++)
+                ts_printf(&b, "%s%llu", j ? "x" : "", (unsigned long long)tune_pow2_ceil(a->array.shape[j]));
+            ts_printf(&b, "]");
+        } else {
+            ts_printf(&b, "%s", tile_dtype_name(a->dtype));
+        }
+    }
+    ts_printf(&b, "|");
+    /* fixed constants, sorted by name so their order does not matter */
+    const char *last = "";
+    for (int n = 0; n < nfixed; n++) {
+        const tile_const *next = NULL;
+        for (int i = 0; i < nfixed; i++)
+            if (strcmp(fixed[i].name, last) > 0 && (!next || strcmp(fixed[i].name, next->name) < 0)) next = &fixed[i];
+        if (!next) break;
+        if (next->is_float) ts_printf(&b, "%s%s=%a", n ? "," : "", next->name, next->f);
+        else ts_printf(&b, "%s%s=%lld", n ? "," : "", next->name, (long long)next->i);
+        last = next->name;
+    }
+    for (char *p = b.s; *p; p++)   /* one line in the cache file */
+        if (*p == '\n' || *p == '\r') *p = '?';
+    t->key = b.s;
+}
+
+/* ---- the cache file ---------------------------------------------------- */
+
+static int tune_mkdir_p(const char *dir) {
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+    struct stat st;
+    return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+static void tune_pick_cache(Tuner *t) {
+    const char *dir = t->opt.cache_dir;
+    if (!dir) {
+        const char *env = getenv("TILE_CACHE_DIR");
+        const char *home = getenv("HOME");
+        if (env) dir = env;
+        else if (home && *home) dir = arena_printf(&t->arena, "%s/.cache/tilec", home);
+    }
+    if (!dir || !*dir || strcmp(dir, "off") == 0) return;
+    t->cache_dir = arena_strdup(&t->arena, dir);
+    t->cache_path = arena_printf(&t->arena, "%s/tune-%016llx.txt", dir,
+                                 (unsigned long long)tune_fnv1a(t->key, strlen(t->key)));
+}
+
+/* The point of the space the constants name, or -1. */
+static int tune_point_index(const Tuner *t, const tile_const *consts) {
+    int index = 0;
+    for (int i = 0; i < t->naxes; i++) {
+        int found = -1;
+        for (int v = 0; v < t->axes[i].nvalues && found < 0; v++)
+            if (tune_const_equal(&t->axes[i].values[v], &consts[i])) found = v;
+        if (found < 0) return -1;
+        index = index * t->axes[i].nvalues + found;
+    }
+    return index;
+}
+
+typedef enum TuneLookup { TUNE_MISS, TUNE_HIT, TUNE_CORRUPT } TuneLookup;
+
+/* Reads the cache file; on a hit sets *point and *ms.  `why` explains a corrupt file. */
+static TuneLookup tune_cache_read(Tuner *t, int *point, float *ms, char *why, size_t nwhy) {
+    FILE *f = fopen(t->cache_path, "rb");
+    if (!f) return TUNE_MISS;
+    char *buf = arena_alloc(&t->arena, TUNE_MAX_CACHE_FILE + 1);
+    size_t len = fread(buf, 1, TUNE_MAX_CACHE_FILE + 1, f);
+    int err = ferror(f);
+    fclose(f);
+    if (err) return snprintf(why, nwhy, "read error"), TUNE_CORRUPT;
+    if (len > TUNE_MAX_CACHE_FILE) return snprintf(why, nwhy, "too large"), TUNE_CORRUPT;
+    buf[len] = '\0';
+    if (strlen(buf) != len) return snprintf(why, nwhy, "contains a NUL byte"), TUNE_CORRUPT;
+
+    /* the checksum line is the last one and covers every byte before it */
+    char *end = NULL;
+    for (char *p = buf; (p = strstr(p, "end ")); p++)
+        if (p == buf || p[-1] == '\n') end = p;
+    if (!end) return snprintf(why, nwhy, "no checksum line"), TUNE_CORRUPT;
+    char sum_text[32];
+    unsigned long long sum;
+    char extra;
+    if (sscanf(end, "end %20s%c", sum_text, &extra) != 2 || extra != '\n' || end + 4 + strlen(sum_text) + 1 != buf + len ||
+        strlen(sum_text) != 16 || sscanf(sum_text, "%llx", &sum) != 1)
+        return snprintf(why, nwhy, "bad checksum line"), TUNE_CORRUPT;
+    if (sum != tune_fnv1a(buf, (size_t)(end - buf))) return snprintf(why, nwhy, "checksum mismatch"), TUNE_CORRUPT;
+    *end = '\0';
+
+    /* strict line-by-line parse */
+    char *line = buf, *next;
+    int lineno = 0, nconsts = 0;
+    tile_const *consts = ARENA_ARRAY(&t->arena, tile_const, t->naxes > 0 ? t->naxes : 1);
+    bool key_seen = false, ms_seen = false;
+    for (; *line; line = next) {
+        next = strchr(line, '\n');
+        if (!next) return snprintf(why, nwhy, "unterminated line"), TUNE_CORRUPT;
+        *next++ = '\0';
+        lineno++;
+        if (lineno == 1) {
+            if (strcmp(line, "tilec-tune 1") != 0) return snprintf(why, nwhy, "bad header"), TUNE_CORRUPT;
+        } else if (strncmp(line, "key ", 4) == 0 && !key_seen) {
+            key_seen = true;
+            if (strcmp(line + 4, t->key) != 0) return TUNE_MISS;   /* another key with the same hash */
+        } else if (strncmp(line, "ms ", 3) == 0 && !ms_seen) {
+            char *e;
+            double v = strtod(line + 3, &e);
+            if (e == line + 3 || *e || !(v >= 0)) return snprintf(why, nwhy, "bad time on line %d", lineno), TUNE_CORRUPT;
+            *ms = (float)v;
+            ms_seen = true;
+        } else if (strncmp(line, "const ", 6) == 0) {
+            if (nconsts >= t->naxes) return snprintf(why, nwhy, "too many constants"), TUNE_CORRUPT;
+            char name[128], kind[4], value[64];
+            if (sscanf(line, "const %127s %3s %63s%c", name, kind, value, &extra) != 3)
+                return snprintf(why, nwhy, "bad constant on line %d", lineno), TUNE_CORRUPT;
+            tile_const *c = &consts[nconsts];
+            memset(c, 0, sizeof *c);
+            c->name = t->axes[nconsts].name;
+            if (strcmp(name, c->name) != 0) return snprintf(why, nwhy, "unexpected constant '%s'", name), TUNE_CORRUPT;
+            char *e;
+            errno = 0;
+            if (strcmp(kind, "i") == 0) c->i = strtoll(value, &e, 10);
+            else if (strcmp(kind, "f") == 0) c->is_float = 1, c->f = strtod(value, &e);
+            else return snprintf(why, nwhy, "bad constant kind on line %d", lineno), TUNE_CORRUPT;
+            if (*e || errno) return snprintf(why, nwhy, "bad constant value on line %d", lineno), TUNE_CORRUPT;
+            nconsts++;
+        } else {
+            return snprintf(why, nwhy, "unexpected line %d", lineno), TUNE_CORRUPT;
+        }
+    }
+    if (!key_seen || !ms_seen || nconsts != t->naxes)
+        return snprintf(why, nwhy, "incomplete entry"), TUNE_CORRUPT;
+    *point = tune_point_index(t, consts);
+    if (*point < 0) return snprintf(why, nwhy, "the stored winner is not a point of the space"), TUNE_CORRUPT;
+    return TUNE_HIT;
+}
+
+/* Writes the winner atomically; false (with the reason in `why`) if it cannot. */
+static bool tune_cache_write(Tuner *t, const tile_const *consts, float ms, char *why, size_t nwhy) {
+    if (tune_mkdir_p(t->cache_dir) != 0) {
+        snprintf(why, nwhy, "cannot create %s: %s", t->cache_dir, strerror(errno));
+        return false;
+    }
+    TuneStr b = {&t->arena, NULL, 0, 0};
+    ts_printf(&b, "tilec-tune 1\nkey %s\nms %a\n", t->key, (double)ms);
+    for (int i = 0; i < t->naxes; i++) {
+        if (consts[i].is_float) ts_printf(&b, "const %s f %a\n", consts[i].name, consts[i].f);
+        else ts_printf(&b, "const %s i %lld\n", consts[i].name, (long long)consts[i].i);
+    }
+    ts_printf(&b, "end %016llx\n", (unsigned long long)tune_fnv1a(b.s, b.len));
+
+    char *tmp = arena_printf(&t->arena, "%s/.tune-tmp-XXXXXX", t->cache_dir);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(why, nwhy, "cannot write in %s: %s", t->cache_dir, strerror(errno));
+        return false;
+    }
+    fchmod(fd, 0644);   /* mkstemp makes it private; the cache is shared like ~/.cache */
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        snprintf(why, nwhy, "cannot write %s", tmp);
+        return false;
+    }
+    bool ok = fwrite(b.s, 1, b.len, f) == b.len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, t->cache_path) != 0) {
+        snprintf(why, nwhy, "cannot write %s: %s", t->cache_path, strerror(errno));
+        unlink(tmp);
+        return false;
+    }
+    return true;
+}
+
+/* ---- timing ------------------------------------------------------------ */
+
+static int tune_cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The first line of the context's last error, kept in the arena. */
+static char *tune_reason(Tuner *t, const char *stage) {
+    const char *msg = tile_ctx_last_error(t->ctx);
+    size_t n = strcspn(msg, "\n");
+    return arena_printf(&t->arena, "%s: %.*s", stage, (int)n, msg);
+}
+
+typedef struct TuneTimer {
+    tile_event *start, *end;
+    void *scratch;            /* L2 flush buffer, or NULL */
+    size_t scratch_bytes;
+} TuneTimer;
+
+static void tune_time_point(Tuner *t, TuneTimer *tm, const tile_const *consts, tile_grid_fn grid_fn, void *user,
+                            const tile_arg *args, int nargs, TunePoint *out) {
+    tile_kernel *k = NULL;
+    tile_status st = tile_kernel_get(t->mod, t->kernel, consts, t->naxes, &k);
+    if (st != TILE_OK) {
+        out->why = tune_reason(t, st == TILE_ERR_COMPILE ? "compile" : "specialise");
+        return;
+    }
+    int grid[3] = {1, 1, 1};
+    grid_fn(consts, t->naxes, grid, user);
+    for (int w = 0; w < t->opt.warmup && st == TILE_OK; w++) st = tile_launch(k, grid, args, nargs, NULL);
+    if (st == TILE_OK) st = tile_synchronize(t->ctx);
+    float *times = ARENA_ARRAY(&t->arena, float, t->opt.repeat);
+    for (int r = 0; r < t->opt.repeat && st == TILE_OK; r++) {
+        if (tm->scratch) st = tile_memset(t->ctx, tm->scratch, r & 0xff, tm->scratch_bytes);
+        if (st == TILE_OK) st = tile_event_record(tm->start, NULL);
+        if (st == TILE_OK) st = tile_launch(k, grid, args, nargs, NULL);
+        if (st == TILE_OK) st = tile_event_record(tm->end, NULL);
+        if (st == TILE_OK) st = tile_event_elapsed_ms(tm->start, tm->end, &times[r]);
+    }
+    if (st != TILE_OK) {
+        out->why = tune_reason(t, "launch");
+        tile_synchronize(t->ctx);   /* leave nothing in flight for the next point */
+        return;
+    }
+    qsort(times, (size_t)t->opt.repeat, sizeof *times, tune_cmp_float);
+    out->ok = 1;
+    out->ms = times[t->opt.repeat / 2];
+}
+
+static tile_status tune_search(Tuner *t, tile_grid_fn grid_fn, void *user, const tile_arg *args, int nargs,
+                               tile_tune_stats *stats, int *winner) {
+    TuneTimer tm = {0};
+    tile_status st = tile_event_create(t->ctx, &tm.start);
+    if (st == TILE_OK) st = tile_event_create(t->ctx, &tm.end);
+    if (st != TILE_OK) {
+        tile_event_destroy(tm.start);
+        return st;
+    }
+    if (t->opt.flush_l2 && t->ctx->kind == TILE_BACKEND_CUDA) {
+        if (tile_malloc(t->ctx, TUNE_L2_SCRATCH_BYTES, &tm.scratch) == TILE_OK) tm.scratch_bytes = TUNE_L2_SCRATCH_BYTES;
+        else tune_verbose(t, "  (no memory for the L2 flush buffer; timing without flushing)\n");
+    }
+    tune_verbose(t, "tune '%s' on %s: %d point%s, %d warm-up, median of %d%s\n", t->kernel,
+                 tile_ctx_device_name(t->ctx), t->npoints, t->npoints == 1 ? "" : "s", t->opt.warmup,
+                 t->opt.repeat, tm.scratch ? ", L2 flushed" : "");
+
+    TunePoint *points = ARENA_ARRAY(&t->arena, TunePoint, t->npoints);
+    tile_const *consts = ARENA_ARRAY(&t->arena, tile_const, t->naxes > 0 ? t->naxes : 1);
+    *winner = -1;
+    for (int p = 0; p < t->npoints; p++) {
+        tune_point_consts(t, p, consts);
+        tune_time_point(t, &tm, consts, grid_fn, user, args, nargs, &points[p]);
+        const char *label = tune_point_label(t, consts);
+        if (points[p].ok) {
+            stats->ntimed++;
+            tune_verbose(t, "  %-40s %12.4f ms\n", label, points[p].ms);
+            if (*winner < 0 || points[p].ms < points[*winner].ms) *winner = p;
+        } else {
+            stats->nskipped++;
+            tune_verbose(t, "  %-40s skipped (%s)\n", label, points[p].why);
+        }
+    }
+    tile_event_destroy(tm.start);
+    tile_event_destroy(tm.end);
+    if (tm.scratch) tile_free(t->ctx, tm.scratch);
+
+    if (*winner < 0) {   /* explain every skip (the first few) */
+        TuneStr b = {&t->arena, NULL, 0, 0};
+        ts_printf(&b, "tile_tune: no point of the tune space of '%s' compiled and ran:", t->kernel);
+        for (int p = 0; p < t->npoints && p < TUNE_MAX_SKIP_LINES; p++) {
+            tune_point_consts(t, p, consts);
+            ts_printf(&b, "\n  %s: %s", tune_point_label(t, consts), points[p].why);
+        }
+        if (t->npoints > TUNE_MAX_SKIP_LINES) ts_printf(&b, "\n  ... (%d more)", t->npoints - TUNE_MAX_SKIP_LINES);
+        return tile_error(t->ctx, TILE_ERR_COMPILE, "%s", b.s);
+    }
+    stats->best_ms = points[*winner].ms;
+    return TILE_OK;
+}
+
+/* ---- the entry point --------------------------------------------------- */
+
+static tile_status tune_check_call(tile_module *mod, const char *kernel, const tile_const *fixed, int nfixed,
+                                   const tile_arg *args, int nargs,
+                                   const tile_tune_options *opt, tile_kernel **best, tile_const *best_consts,
+                                   int *nbest) {
+    if (!mod) return TILE_ERR_INVALID_ARG;
+    tile_ctx *ctx = mod->ctx;
+    if (mod->magic == TILE_MAGIC_DEAD)
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_tune: the module was released");
+    if (mod->magic != TILE_MAGIC_MODULE || !ctx || ctx->magic != TILE_MAGIC_CTX) return TILE_ERR_INVALID_ARG;
+    if (!ctx->ops) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_tune: the context has no backend");
+    if (!best) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_tune: best is NULL");
+    *best = NULL;
+    if (!kernel) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_tune: kernel name is NULL");
+    if (nfixed < 0 || (nfixed > 0 && !fixed))
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_tune: bad fixed constant list (%d entries)", nfixed);
+    if (nargs < 0 || (nargs > 0 && !args))
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_tune: bad argument list (%d entries)", nargs);
+    if (best_consts && !nbest)
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_tune: best_consts given without nbest (its capacity)");
+    if (opt && (opt->warmup < 0 || opt->repeat < 1))
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_tune: warmup must be >= 0 and repeat >= 1 (got %d, %d)",
+                          opt->warmup, opt->repeat);
+    if (!tune_find_decl(mod->program, DECL_KERNEL, kernel)) {
+        /* tile_kernel_get words the message (it lists the kernels) */
+        tile_kernel *k;
+        return tile_kernel_get(mod, kernel, NULL, 0, &k);
+    }
+    return TILE_OK;
+}
+
+tile_status tile_tune(tile_module *mod, const char *kernel, const tile_const *fixed, int nfixed,
+                      tile_grid_fn grid_fn, void *user, const tile_arg *args, int nargs,
+                      const tile_tune_options *opt, tile_kernel **best, tile_const *best_consts,
+                      int *nbest) {
+    tile_status st = tune_check_call(mod, kernel, fixed, nfixed, args, nargs, opt, best, best_consts, nbest);
+    if (st != TILE_OK) return st;
+    if (!grid_fn) return tile_error(mod->ctx, TILE_ERR_INVALID_ARG, "tile_tune: grid_fn is NULL");
+    Tuner t;
+    memset(&t, 0, sizeof t);
+    t.mod = mod;
+    t.ctx = mod->ctx;
+    t.kernel = kernel;
+    t.opt = opt ? *opt : tile_tune_default_options();
+    t.log = t.opt.log ? (FILE *)t.opt.log : stderr;
+    tile_tune_stats stats;
+    memset(&stats, 0, sizeof stats);
+    arena_init(&t.arena);
+
+    st = tune_build_space(&t, fixed, nfixed);
+    if (st == TILE_OK && best_consts && *nbest < t.naxes)
+        st = tile_error(t.ctx, TILE_ERR_INVALID_ARG, "tile_tune: best_consts holds %d constants, %d needed", *nbest,
+                        t.naxes);
+    if (st != TILE_OK) goto done;
+    stats.npoints = t.npoints;
+    tune_make_key(&t, fixed, nfixed, args, nargs);
+    tune_pick_cache(&t);
+
+    int winner = -1;
+    tile_const *consts = ARENA_ARRAY(&t.arena, tile_const, t.naxes > 0 ? t.naxes : 1);
+    if (t.cache_path && !t.opt.force) {
+        char why[256] = "";
+        float ms = 0;
+        TuneLookup found = tune_cache_read(&t, &winner, &ms, why, sizeof why);
+        if (found == TUNE_CORRUPT) {
+            stats.cache_corrupt = 1;
+            tune_warn(&t, "tune cache file %s is corrupt (%s); ignoring it", t.cache_path, why);
+            winner = -1;
+        } else if (found == TUNE_HIT) {
+            tune_point_consts(&t, winner, consts);
+            if (tile_kernel_get(mod, kernel, consts, t.naxes, best) == TILE_OK) {
+                stats.cache_hit = 1;
+                stats.best_ms = ms;
+                tune_verbose(&t, "tune '%s': cached winner %s (%.4f ms) from %s\n", kernel,
+                             tune_point_label(&t, consts), ms, t.cache_path);
+            } else {
+                tune_warn(&t, "the cached winner of '%s' in %s no longer compiles; tuning again", kernel, t.cache_path);
+                winner = -1;
+            }
+        } else {
+            winner = -1;
+        }
+    }
+    if (!stats.cache_hit) {
+        st = tune_search(&t, grid_fn, user, args, nargs, &stats, &winner);
+        if (st != TILE_OK) goto done;
+        tune_point_consts(&t, winner, consts);
+        st = tile_kernel_get(mod, kernel, consts, t.naxes, best);   /* compiled already: from the module's cache */
+        if (st != TILE_OK) goto done;
+        char why[512] = "";
+        if (t.cache_path && tune_cache_write(&t, consts, stats.best_ms, why, sizeof why)) stats.cache_stored = 1;
+        else if (t.cache_path) tune_verbose(&t, "  (not cached: %s)\n", why);
+        tune_verbose(&t, "tune '%s': best %s (%.4f ms)%s%s\n", kernel, tune_point_label(&t, consts), stats.best_ms,
+                     stats.cache_stored ? ", cached in " : "", stats.cache_stored ? t.cache_path : "");
+    }
+    if (best_consts) {
+        for (int i = 0; i < t.naxes; i++) best_consts[i] = consts[i];
+        *nbest = t.naxes;
+    }
+done:
+    if (st != TILE_OK && best) *best = NULL;
+    if (t.opt.stats) *t.opt.stats = stats;
+    if (t.opt.verbose || stats.cache_corrupt) fflush(t.log);
+    arena_free(&t.arena);
+    return st;
+}
+
+tile_status tile_tune_space(tile_module *mod, const char *kernel, const tile_const *fixed, int nfixed,
+                            int index, int *npoints, tile_const *consts, int *nconsts) {
+    tile_kernel *unused;
+    tile_status st = tune_check_call(mod, kernel, fixed, nfixed, NULL, 0, NULL, &unused, NULL, NULL);
+    if (st != TILE_OK) return st;
+    if (!npoints) return tile_error(mod->ctx, TILE_ERR_INVALID_ARG, "tile_tune_space: npoints is NULL");
+    if (consts && !nconsts)
+        return tile_error(mod->ctx, TILE_ERR_INVALID_ARG, "tile_tune_space: consts given without nconsts");
+    Tuner t;
+    memset(&t, 0, sizeof t);
+    t.mod = mod;
+    t.ctx = mod->ctx;
+    t.kernel = kernel;
+    arena_init(&t.arena);
+    st = tune_build_space(&t, fixed, nfixed);
+    if (st == TILE_OK) {
+        *npoints = t.npoints;
+        if (consts && (index < 0 || index >= t.npoints))
+            st = tile_error(t.ctx, TILE_ERR_INVALID_ARG, "tile_tune_space: point %d of %d", index, t.npoints);
+        else if (consts && *nconsts < t.naxes)
+            st = tile_error(t.ctx, TILE_ERR_INVALID_ARG, "tile_tune_space: consts holds %d constants, %d needed",
+                            *nconsts, t.naxes);
+        else if (consts) {
+            tune_point_consts(&t, index, consts);
+            *nconsts = t.naxes;
+        }
+    }
+    arena_free(&t.arena);
+    return st;
+}
