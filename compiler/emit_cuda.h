@@ -1,0 +1,51 @@
+/* emit_cuda.h: tile IR -> CUDA C++ (one extern "C" __global__ per specialised
+ * kernel), compiled by NVRTC in the runtime.  Prefix: cuda_.
+ *
+ * Kernel parameters, in IrFunc.params order (the runtime packs them so):
+ *   array  i: T *p<i> (16-bit floats as unsigned short, bool as unsigned char),
+ *             then int p<i>_n<d> for each extent, then long long p<i>_s<d> for
+ *             each stride (in elements);
+ *   scalar i: its register type: bool, signed char, short, int, long long,
+ *             the unsigned ones, float (f32, tf32), double, and unsigned short
+ *             holding the bits of an f16 / bf16.
+ * Launch with `threads` threads per block and `smem_bytes` of dynamic shared
+ * memory (over 48 KiB needs cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
+ * The grid is the tile grid: blockIdx.{x,y,z} = bid(0, 1, 2). */
+#ifndef TILEC_EMIT_CUDA_H
+#define TILEC_EMIT_CUDA_H
+
+#include "ir.h"
+
+/* Per-array facts known at launch.  They specialise the kernel, so they are
+ * part of the kernel cache key. */
+enum {
+    /* 16-byte aligned base, unit stride on the last axis, and every other
+     * stride a multiple of 16 bytes: vector loads / stores along the last axis */
+    CUDA_ARRAY_VEC16 = 1,
+    /* every element offset fits in 31 bits: 32-bit address arithmetic */
+    CUDA_ARRAY_OFF32 = 2,
+};
+
+typedef struct CudaEmitOptions {
+    int num_warps;                     /* 0: the kernel's hint, else 4 */
+    const unsigned char *array_flags;  /* one per IrFunc param (CUDA_ARRAY_*); NULL = none */
+    int line_directives;               /* nonzero: #line back to the .tile source */
+} CudaEmitOptions;
+
+typedef struct CudaKernelCode {
+    char *source;        /* malloc'd CUDA C++ (includes "tile_device.h") */
+    char *name;          /* malloc'd: the __global__ function's name */
+    int threads;         /* threads per block */
+    int smem_bytes;      /* dynamic shared memory per block */
+} CudaKernelCode;
+
+/* Generates the kernel.  Returns 0, or -1 after reporting errors (an
+ * operation the backend cannot do yet) with diag_error at the op's location. */
+int  cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *out, Diag *d);
+void cuda_code_free(CudaKernelCode *c);
+
+/* The text of tile_device.h, to hand to NVRTC as a header (cuda_device.c). */
+#define CUDA_DEVICE_HEADER_NAME "tile_device.h"
+extern const char cuda_device_header[];
+
+#endif

@@ -1,0 +1,225 @@
+/* tile_device.h: the device header every kernel tilec generates includes.
+ * NVRTC-safe: no standard headers.  One small wrapper per PTX instruction the
+ * emitter needs: mma shapes, ldmatrix, shuffles, cp.async, conversions, fast
+ * exp2, and the integer / float helpers whose semantics match scalar.c.
+ * (The C string in cuda_device.c is generated from this file by
+ * tests/gpu/gen_device_header.sh; a test checks that they agree.) */
+#ifndef TILE_DEVICE_H
+#define TILE_DEVICE_H
+
+#define TILE_DEV static __device__ __forceinline__
+
+/* ---- 16-bit floats are carried as their bits (unsigned short) ------------ */
+TILE_DEV float tile_bf16_f32(unsigned short b) { return __uint_as_float(((unsigned)b) << 16); }
+TILE_DEV unsigned short tile_f32_bf16(float f) {
+    unsigned short r;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+    return r;
+}
+TILE_DEV float tile_f16_f32(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+TILE_DEV unsigned short tile_f32_f16(float f) {
+    unsigned short r;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+    return r;
+}
+TILE_DEV unsigned short tile_f64_f16(double f) {
+    unsigned short r;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(r) : "d"(f));
+    return r;
+}
+TILE_DEV unsigned short tile_f64_bf16(double f) { return tile_f32_bf16((float)f); }
+/* f32 -> tf32: round to nearest, ties away (cvt.rna), low 13 bits zero. */
+TILE_DEV float tile_tf32(float f) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+    return __uint_as_float(r);
+}
+
+/* ---- float helpers -------------------------------------------------------- */
+TILE_DEV float tile_nanf() { return __int_as_float(0x7fc00000); }
+TILE_DEV double tile_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
+TILE_DEV float tile_exp2f(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+/* maximum / minimum propagate NaN (max.NaN), as scalar.c does. */
+TILE_DEV float tile_fmaxf(float a, float b) {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+TILE_DEV float tile_fminf(float a, float b) {
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+TILE_DEV double tile_fmax(double a, double b) { return (a != a || b != b) ? tile_nan() : (a > b ? a : b); }
+TILE_DEV double tile_fmin(double a, double b) { return (a != a || b != b) ? tile_nan() : (a < b ? a : b); }
+TILE_DEV float tile_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+TILE_DEV double tile_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* Float -> integer as cvt.rzi.sat: truncate, saturate, NaN -> 0.
+ * lo: smallest value; hi: first value past the range (exclusive). */
+template <typename T> TILE_DEV T tile_f2i(double x, double lo, double hi, T tmin, T tmax) {
+    if (x != x) return (T)0;
+    x = trunc(x);
+    if (x >= hi) return tmax;
+    if (x < lo) return tmin;
+    return (T)x;
+}
+
+/* ---- integer helpers (division by zero gives 0; wrap like the hardware) --- */
+template <typename T> TILE_DEV bool tile_signed() { return (T)-1 < (T)0; }
+template <typename T> TILE_DEV T tile_neg(T a) { return (T)(0ull - (unsigned long long)a); }
+template <typename T> TILE_DEV T tile_idiv(T a, T b) {
+    if (b == (T)0) return (T)0;
+    if (tile_signed<T>() && b == (T)-1) return tile_neg<T>(a);
+    return (T)(a / b);
+}
+template <typename T> TILE_DEV T tile_imod(T a, T b) {
+    if (b == (T)0) return (T)0;
+    if (tile_signed<T>() && b == (T)-1) return (T)0;
+    return (T)(a % b);
+}
+template <typename T> TILE_DEV T tile_icdiv(T a, T b) {
+    if (b == (T)0) return (T)0;
+    if (tile_signed<T>() && b == (T)-1) return tile_neg<T>(a);
+    T q = (T)(a / b), m = (T)(a % b);
+    if (!tile_signed<T>()) return (T)(q + (m != 0));
+    return (T)(q + (m != 0 && ((m > 0) == (b > 0))));
+}
+/* Shift counts are clamped to the width, as PTX shl / shr do. */
+template <typename T> TILE_DEV T tile_shl(T a, T b) {
+    const unsigned long long bits = sizeof(T) * 8;
+    unsigned long long n = (tile_signed<T>() && b < (T)0) ? bits : (unsigned long long)b;
+    if (n >= bits) return (T)0;
+    return (T)((unsigned long long)a << n);
+}
+template <typename T> TILE_DEV T tile_shr(T a, T b) {
+    const unsigned long long bits = sizeof(T) * 8;
+    unsigned long long n = (tile_signed<T>() && b < (T)0) ? bits : (unsigned long long)b;
+    if (n >= bits) return tile_signed<T>() ? (a < (T)0 ? (T)-1 : (T)0) : (T)0;
+    return (T)(a >> n);
+}
+template <typename T> TILE_DEV T tile_ipow(T a, T b) {
+    if (tile_signed<T>() && b < (T)0)
+        return a == (T)1 ? (T)1 : a == (T)-1 ? ((b & 1) ? (T)-1 : (T)1) : (T)0;
+    unsigned long long r = 1, base = (unsigned long long)a, e = (unsigned long long)b;
+    while (e) {
+        if (e & 1) r *= base;
+        base *= base;
+        e >>= 1;
+    }
+    return (T)r;
+}
+
+/* argmax / argmin: does (w at index j) beat (v at index i)?  NaN is the most
+ * extreme value; ties go to the smaller index (the first one). */
+template <typename T> TILE_DEV bool tile_arg_better(T w, int j, T v, int i, bool want_max) {
+    bool wn = w != w, vn = v != v;
+    if (wn || vn) return wn && (!vn || j < i);
+    if (w == v) return j < i;
+    return want_max ? w > v : w < v;
+}
+
+/* Bits of one type as another (the smaller one zero-extended). */
+template <typename To, typename From> TILE_DEV To tile_bits(From v) {
+    union {
+        From f;
+        To t;
+        unsigned long long pad;
+    } u;
+    u.pad = 0;
+    u.f = v;
+    return u.t;
+}
+
+/* ---- warp shuffles of any register type ------------------------------------ */
+TILE_DEV float tile_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TILE_DEV double tile_shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TILE_DEV int tile_shfl_xor(int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TILE_DEV unsigned tile_shfl_xor(unsigned v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TILE_DEV long long tile_shfl_xor(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+TILE_DEV unsigned long long tile_shfl_xor(unsigned long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+template <typename T> TILE_DEV T tile_shfl_xor(T v, int m) { return (T)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+
+/* ---- atomics: a compare-and-swap loop for any type and any update -------- */
+template <typename T, typename F> TILE_DEV void tile_atomic_rmw(T *p, F update) {
+    if (sizeof(T) == 4) {
+        unsigned *w = (unsigned *)p, old = *w, assumed;
+        do {
+            assumed = old;
+            old = atomicCAS(w, assumed, tile_bits<unsigned>(update(tile_bits<T>(assumed))));
+        } while (old != assumed);
+    } else if (sizeof(T) == 8) {
+        unsigned long long *w = (unsigned long long *)p, old = *w, assumed;
+        do {
+            assumed = old;
+            old = atomicCAS(w, assumed, tile_bits<unsigned long long>(update(tile_bits<T>(assumed))));
+        } while (old != assumed);
+    } else {
+        /* 1- and 2-byte elements: swap the aligned 32-bit word that holds them */
+        unsigned long long addr = (unsigned long long)p;
+        unsigned *w = (unsigned *)(addr & ~3ull);
+        unsigned shift = (unsigned)(addr & 3ull) * 8u, mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+        unsigned old = *w, assumed;
+        do {
+            assumed = old;
+            T v = tile_bits<T>((assumed & mask) >> shift);
+            unsigned nb = tile_bits<unsigned>(update(v));
+            old = atomicCAS(w, assumed, (assumed & ~mask) | ((nb << shift) & mask));
+        } while (old != assumed);
+    }
+}
+
+/* ---- shared memory, ldmatrix, cp.async ------------------------------------- */
+TILE_DEV unsigned tile_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+TILE_DEV void tile_ldsm_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(tile_smem_addr(p)));
+}
+TILE_DEV void tile_ldsm_x2_trans(unsigned &r0, unsigned &r1, const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+                 : "=r"(r0), "=r"(r1) : "r"(tile_smem_addr(p)));
+}
+TILE_DEV void tile_ldsm_x4_trans(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(tile_smem_addr(p)));
+}
+TILE_DEV void tile_cp_async16(void *smem, const void *gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(tile_smem_addr(smem)), "l"(gmem));
+}
+TILE_DEV void tile_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+/* ---- mma.sync: one wrapper per shape (row.col, f32 accumulators) ---------- */
+TILE_DEV void tile_mma_m16n8k16_bf16(float &d0, float &d1, float &d2, float &d3,
+                                     unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                     unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+TILE_DEV void tile_mma_m16n8k16_f16(float &d0, float &d1, float &d2, float &d3,
+                                    unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                    unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+TILE_DEV void tile_mma_m16n8k8_tf32(float &d0, float &d1, float &d2, float &d3,
+                                    unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                    unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+#endif

@@ -1,0 +1,621 @@
+/* cuda_backend.c: the CUDA backend of libtile (backend.h).
+ *
+ *   IR --cuda_emit--> CUDA C++ --NVRTC--> sm_XX cubin (compute_XX PTX when
+ *   NVRTC does not know the device) --driver API--> module, launch.
+ *
+ * The driver (libcuda.so.1) is opened with dlopen: without it the context
+ * fails with an ordinary error ("no CUDA driver found").  <cuda.h> is used for
+ * its types only.
+ *
+ * A kernel is specialised at launch on facts about its arrays (16-byte
+ * alignment and unit last stride -> vector accesses; 31-bit offsets -> 32-bit
+ * address arithmetic); each combination is a variant, compiled once.
+ * Compiled code is cached in memory (per kernel) and on disk
+ * (TILE_CACHE_DIR, default ~/.cache/tilec; "off" disables): one file per
+ * (generated source, options, arch, NVRTC version), written to a temporary
+ * file and renamed into place, with a checksum so a corrupted entry is
+ * detected and rebuilt. */
+#include "backend.h"
+#include "cuda_nvrtc.h"
+#include "emit_cuda.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the driver, loaded with dlopen -------------------------------------------- */
+
+typedef struct Driver {
+    void *lib;
+    CUresult (*Init)(unsigned);
+    CUresult (*DriverGetVersion)(int *);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} Driver;
+
+typedef struct CudaState {
+    Driver drv;
+    CUdevice dev;
+    CUcontext ctx;
+    int arch;                 /* e.g. 90 */
+    int max_smem_optin;       /* bytes of shared memory a block may opt into */
+    char name[256];
+    char cache_dir[1024];     /* "" = no disk cache */
+} CudaState;
+
+/* One compiled specialisation of a kernel. */
+typedef struct CudaVariant {
+    struct CudaVariant *next;
+    unsigned char *flags;     /* per param (CUDA_ARRAY_*) */
+    CUmodule module;
+    CUfunction fn;
+    int threads, smem;
+} CudaVariant;
+
+typedef struct CudaKernel {
+    CudaVariant *variants;
+} CudaKernel;
+
+static CudaState *state(tile_ctx *ctx) { return (CudaState *)ctx->backend_state; }
+
+static const char *cu_err(CudaState *s, CUresult r) {
+    const char *msg = NULL;
+    if (s && s->drv.GetErrorString) s->drv.GetErrorString(r, &msg);
+    return msg ? msg : "unknown CUDA error";
+}
+
+#define CU_CHECK(ctx, call, status, what)                                                        \
+    do {                                                                                         \
+        CUresult r_ = (call);                                                                    \
+        if (r_ != CUDA_SUCCESS)                                                                  \
+            return tile_error((ctx), (status), "%s: %s (CUDA error %d)", (what), cu_err(state(ctx), r_), (int)r_); \
+    } while (0)
+
+static bool load_driver(Driver *d, char *err, size_t errlen) {
+    memset(d, 0, sizeof *d);
+    d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!d->lib) {
+        snprintf(err, errlen, "no CUDA driver found (libcuda.so.1: %s)", dlerror());
+        return false;
+    }
+    struct { void **slot; const char *name; } syms[] = {
+        {(void **)&d->Init, "cuInit"},
+        {(void **)&d->DriverGetVersion, "cuDriverGetVersion"},
+        {(void **)&d->DeviceGetCount, "cuDeviceGetCount"},
+        {(void **)&d->DeviceGet, "cuDeviceGet"},
+        {(void **)&d->DeviceGetName, "cuDeviceGetName"},
+        {(void **)&d->DeviceGetAttribute, "cuDeviceGetAttribute"},
+        {(void **)&d->DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
+        {(void **)&d->DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
+        {(void **)&d->CtxSetCurrent, "cuCtxSetCurrent"},
+        {(void **)&d->CtxSynchronize, "cuCtxSynchronize"},
+        {(void **)&d->ModuleLoadData, "cuModuleLoadData"},
+        {(void **)&d->ModuleUnload, "cuModuleUnload"},
+        {(void **)&d->ModuleGetFunction, "cuModuleGetFunction"},
+        {(void **)&d->FuncSetAttribute, "cuFuncSetAttribute"},
+        {(void **)&d->LaunchKernel, "cuLaunchKernel"},
+        {(void **)&d->MemAlloc, "cuMemAlloc_v2"},
+        {(void **)&d->MemFree, "cuMemFree_v2"},
+        {(void **)&d->MemcpyHtoD, "cuMemcpyHtoD_v2"},
+        {(void **)&d->MemcpyDtoH, "cuMemcpyDtoH_v2"},
+        {(void **)&d->MemcpyDtoD, "cuMemcpyDtoD_v2"},
+        {(void **)&d->MemsetD8, "cuMemsetD8_v2"},
+        {(void **)&d->EventCreate, "cuEventCreate"},
+        {(void **)&d->EventRecord, "cuEventRecord"},
+        {(void **)&d->EventSynchronize, "cuEventSynchronize"},
+        {(void **)&d->EventElapsedTime, "cuEventElapsedTime_v2"},
+        {(void **)&d->EventDestroy, "cuEventDestroy_v2"},
+        {(void **)&d->GetErrorString, "cuGetErrorString"},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+        *syms[i].slot = dlsym(d->lib, syms[i].name);
+        if (!*syms[i].slot && strcmp(syms[i].name, "cuEventElapsedTime_v2") == 0)
+            *syms[i].slot = dlsym(d->lib, "cuEventElapsedTime");
+        if (!*syms[i].slot) {
+            snprintf(err, errlen, "the CUDA driver (libcuda.so.1) lacks %s: too old?", syms[i].name);
+            dlclose(d->lib);
+            d->lib = NULL;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- context ------------------------------------------------------------------------ */
+
+static void pick_cache_dir(CudaState *s) {
+    const char *env = getenv("TILE_CACHE_DIR");
+    s->cache_dir[0] = 0;
+    if (env && (!*env || strcmp(env, "off") == 0)) return;
+    if (env) snprintf(s->cache_dir, sizeof s->cache_dir, "%s", env);
+    else if (getenv("HOME")) snprintf(s->cache_dir, sizeof s->cache_dir, "%s/.cache/tilec", getenv("HOME"));
+}
+
+static tile_status cuda_init(tile_ctx *ctx, int device) {
+    CudaState *s = calloc(1, sizeof *s);
+    if (!s) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    char err[512];
+    if (!load_driver(&s->drv, err, sizeof err)) {
+        free(s);
+        return tile_error(ctx, TILE_ERR_NO_DEVICE, "%s", err);
+    }
+    ctx->backend_state = s;
+    Driver *d = &s->drv;
+    CUresult r = d->Init(0);
+    int count = 0;
+    if (r == CUDA_SUCCESS) r = d->DeviceGetCount(&count);
+    if (r != CUDA_SUCCESS || count == 0) {
+        tile_status st = tile_error(ctx, TILE_ERR_NO_DEVICE, "no CUDA device found (%s)",
+                                    r != CUDA_SUCCESS ? cu_err(s, r) : "the driver sees none");
+        dlclose(d->lib);
+        free(s);
+        ctx->backend_state = NULL;
+        return st;
+    }
+    if (device >= count) {
+        tile_status st = tile_error(ctx, TILE_ERR_NO_DEVICE, "no CUDA device %d (there are %d)", device, count);
+        dlclose(d->lib);
+        free(s);
+        ctx->backend_state = NULL;
+        return st;
+    }
+    int major = 0, minor = 0;
+    if ((r = d->DeviceGet(&s->dev, device)) != CUDA_SUCCESS ||
+        (r = d->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev)) != CUDA_SUCCESS ||
+        (r = d->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev)) != CUDA_SUCCESS ||
+        (r = d->DeviceGetAttribute(&s->max_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, s->dev)) != CUDA_SUCCESS ||
+        (r = d->DeviceGetName(s->name, sizeof s->name, s->dev)) != CUDA_SUCCESS ||
+        (r = d->DevicePrimaryCtxRetain(&s->ctx, s->dev)) != CUDA_SUCCESS ||
+        (r = d->CtxSetCurrent(s->ctx)) != CUDA_SUCCESS) {
+        tile_status st = tile_error(ctx, TILE_ERR_NO_DEVICE, "CUDA device %d: %s", device, cu_err(s, r));
+        dlclose(d->lib);
+        free(s);
+        ctx->backend_state = NULL;
+        return st;
+    }
+    s->arch = major * 10 + minor;
+    pick_cache_dir(s);
+    return TILE_OK;
+}
+
+static void cuda_destroy(tile_ctx *ctx) {
+    CudaState *s = state(ctx);
+    if (!s) return;
+    s->drv.CtxSynchronize();
+    s->drv.DevicePrimaryCtxRelease(s->dev);
+    dlclose(s->drv.lib);
+    free(s);
+    ctx->backend_state = NULL;
+}
+
+static const char *cuda_device_name(tile_ctx *ctx) { return state(ctx) ? state(ctx)->name : "cuda"; }
+
+/* ---- the disk cache ------------------------------------------------------------------ */
+
+static uint64_t fnv1a(const void *p, size_t n, uint64_t h) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+#define FNV_SEED 14695981039346656037ull
+
+typedef struct CacheHeader {
+    char magic[8];            /* "TILEC01\n" */
+    uint64_t key_hash;        /* of the full key text */
+    uint64_t size;            /* payload bytes */
+    uint64_t checksum;        /* of the payload */
+    uint64_t is_cubin;
+} CacheHeader;
+
+static void cache_path(CudaState *s, uint64_t key, char *out, size_t n) {
+    snprintf(out, n, "%s/%016llx.bin", s->cache_dir, (unsigned long long)key);
+}
+
+static void *cache_read(CudaState *s, uint64_t key, size_t *size, bool *is_cubin) {
+    if (!s->cache_dir[0]) return NULL;
+    char path[1200];
+    cache_path(s, key, path, sizeof path);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    CacheHeader h;
+    void *data = NULL;
+    if (fread(&h, sizeof h, 1, fp) == 1 && memcmp(h.magic, "TILEC01\n", 8) == 0 && h.key_hash == key &&
+        h.size > 0 && h.size < ((uint64_t)1 << 31)) {
+        data = malloc(h.size + 1);
+        if (data && fread(data, 1, h.size, fp) == h.size && fnv1a(data, h.size, FNV_SEED) == h.checksum) {
+            ((char *)data)[h.size] = 0;
+            *size = h.size;
+            *is_cubin = h.is_cubin != 0;
+        } else {
+            free(data);   /* corrupted: compiled again and rewritten */
+            data = NULL;
+        }
+    }
+    fclose(fp);
+    return data;
+}
+
+static int mkdir_p(const char *dir) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Best effort: a cache that cannot be written only costs compile time. */
+static void cache_write(CudaState *s, uint64_t key, const void *data, size_t size, bool is_cubin) {
+    if (!s->cache_dir[0] || mkdir_p(s->cache_dir) != 0) return;
+    char path[1200], tmp[1300];
+    cache_path(s, key, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return;
+    FILE *fp = fdopen(fd, "wb");
+    if (!fp) { close(fd); unlink(tmp); return; }
+    CacheHeader h;
+    memcpy(h.magic, "TILEC01\n", 8);
+    h.key_hash = key;
+    h.size = size;
+    h.checksum = fnv1a(data, size, FNV_SEED);
+    h.is_cubin = is_cubin;
+    bool ok = fwrite(&h, sizeof h, 1, fp) == 1 && fwrite(data, 1, size, fp) == size;
+    ok = fclose(fp) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+/* ---- compiling a variant --------------------------------------------------------------- */
+
+static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, CudaVariant **out) {
+    CudaState *s = state(ctx);
+    const IrFunc *f = k->ir;
+    Diag d;
+    diag_init(&d, k->module->name, k->module->source);
+    CudaEmitOptions opt = {0, flags, 1};
+    CudaKernelCode code;
+    if (cuda_emit(f, &opt, &code, &d) != 0) {
+        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", f->name, diag_text(&d));
+        diag_free(&d);
+        return st;
+    }
+    diag_free(&d);
+    if (code.smem_bytes > s->max_smem_optin) {
+        tile_status st = tile_error(ctx, TILE_ERR_COMPILE,
+                                    "kernel '%s' needs %d bytes of shared memory; the device allows %d (use smaller tiles)",
+                                    f->name, code.smem_bytes, s->max_smem_optin);
+        cuda_code_free(&code);
+        return st;
+    }
+    /* the key: everything that decides the binary */
+    char opts[128];
+    snprintf(opts, sizeof opts, "\n//sm_%d nvrtc %s tilec %s", s->arch, cuda_nvrtc_version(), TILEC_VERSION);
+    uint64_t key = fnv1a(opts, strlen(opts), fnv1a(code.source, strlen(code.source), FNV_SEED));
+    size_t size = 0;
+    bool is_cubin = false;
+    void *image = cache_read(s, key, &size, &is_cubin);
+    if (!image) {
+        CudaBinary bin;
+        char err[16384];
+        int arch = s->arch;
+        int rc = cuda_nvrtc_compile(code.source, code.name, arch, 1, &bin, err, sizeof err);
+        if (rc != 0 && strstr(err, "INVALID_OPTION")) {   /* a device newer than NVRTC: PTX for sm_90 */
+            arch = 90;
+            rc = cuda_nvrtc_compile(code.source, code.name, arch, 0, &bin, err, sizeof err);
+        }
+        if (rc != 0) {
+            cuda_code_free(&code);
+            return tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': %s", f->name, err);
+        }
+        if (bin.cubin) {
+            image = bin.cubin;
+            size = bin.cubin_size;
+            is_cubin = true;
+            bin.cubin = NULL;
+        } else {
+            image = bin.ptx;
+            size = bin.ptx_size + 1;
+            bin.ptx = NULL;
+        }
+        cuda_binary_free(&bin);
+        cache_write(s, key, image, size, is_cubin);
+    }
+    CudaVariant *v = calloc(1, sizeof *v);
+    int np = f->nparams;
+    if (v) v->flags = malloc((size_t)(np > 0 ? np : 1));
+    if (!v || !v->flags) {
+        free(v);
+        free(image);
+        cuda_code_free(&code);
+        return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    }
+    memcpy(v->flags, flags, (size_t)np);
+    v->threads = code.threads;
+    v->smem = code.smem_bytes;
+    s->drv.CtxSetCurrent(s->ctx);
+    CUresult r = s->drv.ModuleLoadData(&v->module, image);
+    free(image);
+    if (r == CUDA_SUCCESS) r = s->drv.ModuleGetFunction(&v->fn, v->module, code.name);
+    if (r == CUDA_SUCCESS && v->smem > 48 * 1024)
+        r = s->drv.FuncSetAttribute(v->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, v->smem);
+    cuda_code_free(&code);
+    if (r != CUDA_SUCCESS) {
+        if (v->module) s->drv.ModuleUnload(v->module);
+        free(v->flags);
+        free(v);
+        return tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': loading the module failed: %s", f->name, cu_err(s, r));
+    }
+    *out = v;
+    return TILE_OK;
+}
+
+static tile_status cuda_compile(tile_ctx *ctx, tile_kernel *k) {
+    CudaKernel *ck = calloc(1, sizeof *ck);
+    if (!ck) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    /* the likely variant now, so errors show at tile_kernel_get */
+    int np = k->ir->nparams;
+    unsigned char *flags = calloc((size_t)(np > 0 ? np : 1), 1);
+    if (!flags) { free(ck); return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory"); }
+    for (int i = 0; i < np; i++)
+        if (k->ir->params[i].kind == IRP_ARRAY) flags[i] = CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32;
+    CudaVariant *v = NULL;
+    tile_status st = build_variant(ctx, k, flags, &v);
+    free(flags);
+    if (st != TILE_OK) { free(ck); return st; }
+    ck->variants = v;
+    k->backend_data = ck;
+    return TILE_OK;
+}
+
+static void cuda_release_kernel(tile_ctx *ctx, tile_kernel *k) {
+    CudaKernel *ck = k->backend_data;
+    if (!ck) return;
+    CudaState *s = state(ctx);
+    for (CudaVariant *v = ck->variants; v;) {
+        CudaVariant *next = v->next;
+        if (s && v->module) s->drv.ModuleUnload(v->module);
+        free(v->flags);
+        free(v);
+        v = next;
+    }
+    free(ck);
+    k->backend_data = NULL;
+}
+
+/* ---- launching ------------------------------------------------------------------------- */
+
+static unsigned char array_facts(const tile_array *a) {
+    int es = tile_dtype_size(a->dtype);
+    unsigned char f = 0;
+    bool vec = a->rank > 0 && ((uintptr_t)a->data % 16) == 0 && (a->strides[a->rank - 1] == 1 || a->shape[a->rank - 1] <= 1);
+    for (int d = 0; d + 1 < a->rank && vec; d++)
+        if (a->shape[d] > 1 && (a->strides[d] * es) % 16 != 0) vec = false;
+    if (vec) f |= CUDA_ARRAY_VEC16;
+    int64_t max_off = 0;
+    bool small = true;
+    for (int d = 0; d < a->rank; d++) {
+        if (a->shape[d] <= 0) continue;
+        int64_t span;
+        if (__builtin_mul_overflow(a->shape[d] - 1, a->strides[d], &span) ||
+            __builtin_add_overflow(max_off, span, &max_off)) small = false;
+    }
+    if (small && max_off < ((int64_t)1 << 31) - 1) f |= CUDA_ARRAY_OFF32;
+    return f;
+}
+
+/* A scalar argument in the kernel's register type (emit_cuda.h). */
+static size_t pack_scalar(DType t, Scalar v, unsigned char *p) {
+    switch (t) {
+    case DT_BOOL: { bool b = v.i != 0; memcpy(p, &b, 1); return 1; }
+    case DT_I8: { int8_t x = (int8_t)v.i; memcpy(p, &x, 1); return 1; }
+    case DT_U8: { uint8_t x = (uint8_t)v.u; memcpy(p, &x, 1); return 1; }
+    case DT_I16: { int16_t x = (int16_t)v.i; memcpy(p, &x, 2); return 2; }
+    case DT_U16: { uint16_t x = (uint16_t)v.u; memcpy(p, &x, 2); return 2; }
+    case DT_I32: { int32_t x = (int32_t)v.i; memcpy(p, &x, 4); return 4; }
+    case DT_U32: { uint32_t x = (uint32_t)v.u; memcpy(p, &x, 4); return 4; }
+    case DT_I64: case DT_U64: memcpy(p, &v.u, 8); return 8;
+    case DT_F16: { uint16_t x = f64_to_f16_bits(v.f); memcpy(p, &x, 2); return 2; }
+    case DT_BF16: { uint16_t x = f32_to_bf16_bits((float)v.f); memcpy(p, &x, 2); return 2; }
+    case DT_F32: case DT_TF32: { float x = (float)v.f; memcpy(p, &x, 4); return 4; }
+    case DT_F64: memcpy(p, &v.f, 8); return 8;
+    default: return 0;
+    }
+}
+
+static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], const tile_launch_arg *args,
+                               int nargs, void *stream) {
+    CudaState *s = state(ctx);
+    CudaKernel *ck = k->backend_data;
+    const IrFunc *f = k->ir;
+    if (!ck) return tile_error(ctx, TILE_ERR_INTERNAL, "kernel '%s' was not compiled", f->name);
+    unsigned char flags[256];
+    if (nargs > 256) return tile_error(ctx, TILE_ERR_UNSUPPORTED, "more than 256 kernel parameters");
+    memset(flags, 0, sizeof flags);
+    int nslots = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (f->params[i].kind == IRP_ARRAY) {
+            flags[i] = array_facts(&args[i].array);
+            nslots += 1 + 2 * f->params[i].rank;
+        } else {
+            nslots++;
+        }
+    }
+    CudaVariant *v = ck->variants;
+    for (; v; v = v->next)
+        if (memcmp(v->flags, flags, (size_t)nargs) == 0) break;
+    if (!v) {
+        tile_status st = build_variant(ctx, k, flags, &v);
+        if (st != TILE_OK) return st;
+        v->next = ck->variants;
+        ck->variants = v;
+    }
+    /* every argument in an 8-byte slot; kernelParams points at them */
+    uint64_t *store = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t));
+    void **params = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(void *));
+    if (!store || !params) {
+        free(store);
+        free(params);
+        return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    }
+    int n = 0;
+    for (int i = 0; i < nargs; i++) {
+        const IrParam *p = &f->params[i];
+        if (p->kind == IRP_SCALAR) {
+            pack_scalar(p->dtype, args[i].scalar, (unsigned char *)&store[n]);
+            params[n] = &store[n];
+            n++;
+            continue;
+        }
+        const tile_array *a = &args[i].array;
+        CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)a->data;
+        memcpy(&store[n], &ptr, sizeof ptr);
+        params[n] = &store[n];
+        n++;
+        for (int d = 0; d < p->rank; d++) {
+            int32_t e = (int32_t)a->shape[d];
+            memcpy(&store[n], &e, 4);
+            params[n] = &store[n];
+            n++;
+        }
+        for (int d = 0; d < p->rank; d++) {
+            int64_t st = a->strides[d];
+            memcpy(&store[n], &st, 8);
+            params[n] = &store[n];
+            n++;
+        }
+    }
+    s->drv.CtxSetCurrent(s->ctx);
+    CUresult r = s->drv.LaunchKernel(v->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
+                                     (unsigned)v->threads, 1, 1, (unsigned)v->smem, (CUstream)stream, params, NULL);
+    free(store);
+    free(params);
+    if (r != CUDA_SUCCESS)
+        return tile_error(ctx, TILE_ERR_LAUNCH, "kernel '%s': launch failed: %s", f->name, cu_err(s, r));
+    return TILE_OK;
+}
+
+/* ---- memory, synchronisation, events --------------------------------------------------- */
+
+static tile_status cuda_malloc(tile_ctx *ctx, size_t bytes, void **ptr) {
+    CudaState *s = state(ctx);
+    CUdeviceptr p = 0;
+    s->drv.CtxSetCurrent(s->ctx);
+    CUresult r = s->drv.MemAlloc(&p, bytes ? bytes : 1);
+    if (r != CUDA_SUCCESS)
+        return tile_error(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? TILE_ERR_NO_MEMORY : TILE_ERR_LAUNCH,
+                          "cannot allocate %zu bytes on the GPU: %s", bytes, cu_err(s, r));
+    *ptr = (void *)(uintptr_t)p;
+    return TILE_OK;
+}
+
+static tile_status cuda_free(tile_ctx *ctx, void *ptr) {
+    CudaState *s = state(ctx);
+    if (!ptr) return TILE_OK;
+    CU_CHECK(ctx, s->drv.MemFree((CUdeviceptr)(uintptr_t)ptr), TILE_ERR_INVALID_ARG, "freeing GPU memory");
+    return TILE_OK;
+}
+
+static tile_status cuda_memcpy(tile_ctx *ctx, void *dst, const void *src, size_t bytes, tile_copy_kind kind) {
+    CudaState *s = state(ctx);
+    CUresult r;
+    s->drv.CtxSetCurrent(s->ctx);
+    switch (kind) {
+    case TILE_COPY_H2D: r = s->drv.MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes); break;
+    case TILE_COPY_D2H: r = s->drv.MemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes); break;
+    default: r = s->drv.MemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes); break;
+    }
+    if (r != CUDA_SUCCESS)
+        return tile_error(ctx, TILE_ERR_LAUNCH, "copying %zu bytes: %s (an earlier kernel may have failed)", bytes, cu_err(s, r));
+    return TILE_OK;
+}
+
+static tile_status cuda_memset(tile_ctx *ctx, void *dst, int byte, size_t bytes) {
+    CudaState *s = state(ctx);
+    CU_CHECK(ctx, s->drv.MemsetD8((CUdeviceptr)(uintptr_t)dst, (unsigned char)byte, bytes), TILE_ERR_LAUNCH, "memset");
+    return TILE_OK;
+}
+
+static tile_status cuda_synchronize(tile_ctx *ctx) {
+    CudaState *s = state(ctx);
+    s->drv.CtxSetCurrent(s->ctx);
+    CU_CHECK(ctx, s->drv.CtxSynchronize(), TILE_ERR_LAUNCH, "a kernel failed");
+    return TILE_OK;
+}
+
+static tile_status cuda_event_create(tile_ctx *ctx, void **ev) {
+    CudaState *s = state(ctx);
+    CUevent e;
+    CU_CHECK(ctx, s->drv.EventCreate(&e, CU_EVENT_DEFAULT), TILE_ERR_LAUNCH, "creating an event");
+    *ev = e;
+    return TILE_OK;
+}
+
+static tile_status cuda_event_record(tile_ctx *ctx, void *ev, void *stream) {
+    CU_CHECK(ctx, state(ctx)->drv.EventRecord((CUevent)ev, (CUstream)stream), TILE_ERR_LAUNCH, "recording an event");
+    return TILE_OK;
+}
+
+static tile_status cuda_event_elapsed_ms(tile_ctx *ctx, void *start, void *end, float *ms) {
+    CudaState *s = state(ctx);
+    CU_CHECK(ctx, s->drv.EventSynchronize((CUevent)end), TILE_ERR_LAUNCH, "waiting for an event");
+    CU_CHECK(ctx, s->drv.EventElapsedTime(ms, (CUevent)start, (CUevent)end), TILE_ERR_LAUNCH, "timing events");
+    return TILE_OK;
+}
+
+static void cuda_event_destroy(tile_ctx *ctx, void *ev) {
+    if (state(ctx) && ev) state(ctx)->drv.EventDestroy((CUevent)ev);
+}
+
+static const tile_backend_ops cuda_ops = {
+    "cuda",
+    cuda_init,
+    cuda_destroy,
+    cuda_device_name,
+    cuda_compile,
+    cuda_release_kernel,
+    cuda_launch,
+    cuda_malloc,
+    cuda_free,
+    cuda_memcpy,
+    cuda_memset,
+    cuda_synchronize,
+    cuda_event_create,
+    cuda_event_record,
+    cuda_event_elapsed_ms,
+    cuda_event_destroy,
+};
+
+const tile_backend_ops *tile_cuda_backend(void) { return &cuda_ops; }

@@ -1,0 +1,159 @@
+/* nvrtc_check.c: compiles every kernel of the given .tile files through the
+ * CUDA emitter and NVRTC to PTX and an sm_XX cubin, and checks the result:
+ * no local-memory spills, and mma kernels with f16 / bf16 / tf32 operands
+ * contain mma.sync.  Needs no GPU.  Prints one line per kernel.
+ *
+ *   nvrtc_check [--arch 90] [--emit DIR] [--aligned-only] [-D NAME=V]... FILE.tile...
+ * Each kernel is compiled twice: as the runtime specialises it for aligned
+ * arrays with 31-bit offsets (vec16), and for arbitrary arrays (plain);
+ * --aligned-only checks the first alone.
+ * Kernels whose constants have no default are skipped unless -D gives them. */
+#include "ast.h"
+#include "cuda_nvrtc.h"
+#include "emit_cuda.h"
+#include "lower.h"
+#include "passes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *read_file(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = 0;
+    fclose(fp);
+    return s;
+}
+
+typedef struct Walk { bool tensor_mma; } Walk;
+static void visit(IrFunc *f, IrOp *op, void *ctx) {
+    Walk *w = ctx;
+    if (op->op != OP_MMA) return;
+    DType t = ir_type(f, op->args[0])->dtype;
+    const Type *at = ir_type(f, op->args[0]), *bt = ir_type(f, op->args[1]);
+    int M = at->shape[at->rank - 2], K = at->shape[at->rank - 1], N = bt->shape[bt->rank - 1];
+    int kstep = t == DT_TF32 ? 8 : 16;
+    if ((t == DT_F16 || t == DT_BF16 || t == DT_TF32) && M % 16 == 0 && N % 8 == 0 && K % kstep == 0)
+        w->tensor_mma = true;
+}
+
+static bool has_const_without_default(const Decl *k, const ConstBinding *defs, int ndefs) {
+    for (const Param *p = k->params; p; p = p->next) {
+        if (p->kind != PARAM_CONST || p->init) continue;
+        bool given = false;
+        for (int i = 0; i < ndefs; i++) given |= strcmp(defs[i].name, p->name) == 0;
+        if (!given) return true;
+    }
+    return false;
+}
+
+int main(int argc, char **argv) {
+    int arch = 90, failures = 0, checked = 0, nvariants = 2;
+    const char *emit_dir = NULL;
+    ConstBinding defs[64];
+    int ndefs = 0;
+    Arena scratch;
+    arena_init(&scratch);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) { arch = atoi(argv[++i]); continue; }
+        if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) { emit_dir = argv[++i]; continue; }
+        if (strcmp(argv[i], "--aligned-only") == 0) { nvariants = 1; continue; }
+        if (strcmp(argv[i], "-D") == 0 && i + 1 < argc && ndefs < 64) {
+            char err[256];
+            if (!const_binding_parse(&scratch, argv[++i], &defs[ndefs], err, sizeof err)) {
+                fprintf(stderr, "-D %s: %s\n", argv[i], err);
+                return 2;
+            }
+            ndefs++;
+            continue;
+        }
+        const char *path = argv[i];
+        char *src = read_file(path);
+        if (!src) { fprintf(stderr, "%s: cannot read\n", path); failures++; continue; }
+        Arena a;
+        arena_init(&a);
+        Diag d;
+        diag_init(&d, path, src);
+        Program *prog = parse_program(&a, &d, path, src);
+        if (!prog || d.nerrors) {
+            fprintf(stderr, "%s", diag_text(&d));
+            failures++;
+            goto next;
+        }
+        for (const Decl *k = prog->decls; k; k = k->next) {
+            if (k->kind != DECL_KERNEL) continue;
+            if (has_const_without_default(k, defs, ndefs)) {
+                printf("%-28s %-22s skipped (constants without defaults)\n", path, k->name);
+                continue;
+            }
+            ConstBinding mine[64];
+            int nmine = 0;
+            for (int j = 0; j < ndefs; j++)
+                for (const Param *p = k->params; p; p = p->next)
+                    if (p->kind == PARAM_CONST && strcmp(p->name, defs[j].name) == 0) mine[nmine++] = defs[j];
+            IrFunc *f = lower_kernel(&a, &d, prog, k->name, mine, nmine);
+            if (!f || d.nerrors) {
+                fprintf(stderr, "%s", diag_text(&d));
+                failures++;
+                continue;
+            }
+            passes_run(f, NULL, NULL);
+            Walk w = {false};
+            ir_walk(f, f->body, visit, &w);
+            for (int variant = 0; variant < nvariants; variant++) {
+                unsigned char flags[64];
+                memset(flags, variant ? 0 : (CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32), sizeof flags);
+                CudaEmitOptions opt = {0, f->nparams <= 64 ? flags : NULL, 1};
+                CudaKernelCode code;
+                if (cuda_emit(f, &opt, &code, &d) != 0) {
+                    fprintf(stderr, "%s", diag_text(&d));
+                    failures++;
+                    break;
+                }
+                if (emit_dir && variant == 0) {
+                    char out[1024];
+                    snprintf(out, sizeof out, "%s/%s.cu", emit_dir, k->name);
+                    FILE *fp = fopen(out, "w");
+                    if (fp) { fputs(code.source, fp); fclose(fp); }
+                }
+                CudaBinary bin;
+                char err[8192];
+                checked++;
+                if (cuda_nvrtc_compile(code.source, code.name, arch, 1, &bin, err, sizeof err) != 0) {
+                    printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
+                    failures++;
+                    cuda_code_free(&code);
+                    continue;
+                }
+                CudaResources res;
+                cuda_nvrtc_resources(bin.log, &res);
+                bool has_mma = strstr(bin.ptx, "mma.sync") != NULL;
+                const char *problem = NULL;
+                if (!bin.cubin) problem = "no cubin";
+                else if (!res.found) problem = "no ptxas resource report";
+                else if (res.spill_stores || res.spill_loads) problem = "local-memory spills";
+                else if (w.tensor_mma && !has_mma) problem = "mma kernel without mma.sync";
+                printf("%-28s %-22s %s regs=%-3d spills=%d/%d stack=%d smem=%d threads=%d mma=%s %.0f ms%s%s\n", path,
+                       k->name, variant ? "plain" : "vec16", res.registers, res.spill_stores, res.spill_loads,
+                       res.stack_frame, code.smem_bytes, code.threads, has_mma ? "yes" : "no", bin.compile_ms,
+                       problem ? "  FAIL: " : "", problem ? problem : "");
+                if (problem) failures++;
+                cuda_binary_free(&bin);
+                cuda_code_free(&code);
+            }
+        }
+    next:
+        diag_free(&d);
+        arena_free(&a);
+        free(src);
+    }
+    arena_free(&scratch);
+    printf("%d compilations, %d failures (NVRTC %s, sm_%d)\n", checked, failures, cuda_nvrtc_version(), arch);
+    return failures ? 1 : 0;
+}
