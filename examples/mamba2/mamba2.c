@@ -1,0 +1,683 @@
+/* mamba2.c: the Mamba-2 SSD forward pass driver: three tile programs
+ * (chunk_cumsum.tile, fwd_pass_state.tile, compute_out.tile) run through
+ * libtile on the GPU or on the CPU interpreter, checked against a float64
+ * recurrence (--check) and timed (--bench).  See README.md.
+ *
+ * Exit status: 0 ok; 1 a failed check or a runtime failure; 2 bad usage or
+ * bad input (nothing written); 77 the backend asked for with --backend is
+ * not available here (CTest counts it as skipped). */
+#include "mamba2.h"
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef MAMBA2_TILE_SOURCE_DIR
+#define MAMBA2_TILE_SOURCE_DIR "."
+#endif
+
+enum { EXIT_CHECK = 1, EXIT_USAGE = 2, EXIT_SKIP = 77 };
+
+static const char usage_text[] =
+    "usage: mamba2 [options]\n"
+    "  shape:   --batch N --seqlen N --heads N --headdim N --dstate N --groups N --chunk 64|128|256\n"
+    "  inputs:  --dtype bf16|f16|f32  --seed N  --dt-softplus  --dt-min X --dt-max X\n"
+    "           --z  --D none|heads|headdim  --dt-bias  --initial-states   (random inputs)\n"
+    "           --inputs DIR   read x.npy dt.npy A.npy B.npy C.npy [D z dt_bias initial_states].npy\n"
+    "  run:     --backend cpu|cuda  --precision tf32|fp32  --state-dtype f32|bf16\n"
+    "  output:  --save DIR (y.npy, final_states.npy)  --save-inputs DIR\n"
+    "  check:   --check  --tol X  --check-pairs N\n"
+    "  bench:   --bench  --iters N  --warmup N\n"
+    "  tiles:   --block-n-state N  --block-n-out N   (dstate slice of kernels 2 and 3)\n"
+    "           --block-k N (tokens per mma step of kernel 2)  --warps-state N  --warps-out N\n"
+    "With neither --bench nor --save, --check is implied.  MAMBA2_TILE_DIR overrides\n"
+    "where the .tile programs are read from.\n";
+
+typedef struct Config {
+    M2Shape shape;
+    M2Options opt;
+    struct M2RandomFeatures features;
+    uint64_t seed;
+    const char *inputs_dir, *save_dir, *save_inputs_dir, *backend;
+    int check, bench, iters, warmup, check_pairs;
+    double tol;               /* <= 0: the default of the dtype and precision */
+} Config;
+
+/* ---- command line ------------------------------------------------------- */
+
+static int parse_int(const char *flag, const char *text, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || *end || end == text || v < lo || v > hi) {
+        fprintf(stderr, "mamba2: %s expects an integer in %d..%d, got '%s'\n", flag, lo, hi, text);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_double(const char *flag, const char *text, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || *end || end == text || isnan(v)) {
+        fprintf(stderr, "mamba2: %s expects a number, got '%s'\n", flag, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_pow2(const char *flag, const char *text, int *out) {
+    if (parse_int(flag, text, 16, 256, out)) return -1;
+    if (*out & (*out - 1)) {
+        fprintf(stderr, "mamba2: %s expects a power of two in 16..256, got %d\n", flag, *out);
+        return -1;
+    }
+    return 0;
+}
+
+/* Parses argv into cfg; returns 0, or an exit status. */
+static int parse_args(int argc, char **argv, Config *cfg) {
+    M2Shape *s = &cfg->shape;
+    int any_action = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        char flag[64];
+        const char *value = NULL;
+        const char *eq = strchr(arg, '=');
+        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof flag) {
+            memcpy(flag, arg, (size_t)(eq - arg));
+            flag[eq - arg] = 0;
+            value = eq + 1;
+        } else {
+            snprintf(flag, sizeof flag, "%s", arg);
+        }
+        /* Flags without a value. */
+        if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) { fputs(usage_text, stdout); exit(0); }
+        if (!strcmp(flag, "--check")) { cfg->check = 1; any_action = 1; continue; }
+        if (!strcmp(flag, "--bench")) { cfg->bench = 1; any_action = 1; continue; }
+        if (!strcmp(flag, "--dt-softplus")) { cfg->opt.dt_softplus = 1; continue; }
+        if (!strcmp(flag, "--z")) { cfg->features.has_z = 1; continue; }
+        if (!strcmp(flag, "--dt-bias")) { cfg->features.has_dt_bias = 1; continue; }
+        if (!strcmp(flag, "--initial-states")) { cfg->features.has_initial = 1; continue; }
+        if (!value) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "mamba2: unknown option or missing value: %s\n%s", arg, usage_text);
+                return EXIT_USAGE;
+            }
+            value = argv[++i];
+        }
+        int rc = 0;
+        if (!strcmp(flag, "--batch")) rc = parse_int(flag, value, 1, 1 << 20, &s->batch);
+        else if (!strcmp(flag, "--seqlen")) rc = parse_int(flag, value, 1, INT_MAX, &s->seqlen);
+        else if (!strcmp(flag, "--heads")) rc = parse_int(flag, value, 1, 1 << 20, &s->heads);
+        else if (!strcmp(flag, "--headdim")) rc = parse_int(flag, value, 1, 1 << 20, &s->headdim);
+        else if (!strcmp(flag, "--dstate")) rc = parse_int(flag, value, 1, 1 << 20, &s->dstate);
+        else if (!strcmp(flag, "--groups")) rc = parse_int(flag, value, 1, 1 << 20, &s->groups);
+        else if (!strcmp(flag, "--chunk")) rc = parse_int(flag, value, 1, 1 << 20, &s->chunk);
+        else if (!strcmp(flag, "--seed")) { int v; rc = parse_int(flag, value, 0, INT_MAX, &v); cfg->seed = (uint64_t)v; }
+        else if (!strcmp(flag, "--iters")) rc = parse_int(flag, value, 1, 100000, &cfg->iters);
+        else if (!strcmp(flag, "--warmup")) rc = parse_int(flag, value, 0, 100000, &cfg->warmup);
+        else if (!strcmp(flag, "--check-pairs")) rc = parse_int(flag, value, 1, INT_MAX, &cfg->check_pairs);
+        else if (!strcmp(flag, "--block-n-state")) rc = parse_pow2(flag, value, &cfg->opt.block_n_state);
+        else if (!strcmp(flag, "--block-n-out")) rc = parse_pow2(flag, value, &cfg->opt.block_n_out);
+        else if (!strcmp(flag, "--block-k")) rc = parse_pow2(flag, value, &cfg->opt.block_k);
+        else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
+        else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
+        else if (!strcmp(flag, "--tol")) rc = parse_double(flag, value, &cfg->tol);
+        else if (!strcmp(flag, "--dt-min")) rc = parse_double(flag, value, &cfg->opt.dt_min);
+        else if (!strcmp(flag, "--dt-max")) rc = parse_double(flag, value, &cfg->opt.dt_max);
+        else if (!strcmp(flag, "--inputs")) cfg->inputs_dir = value;
+        else if (!strcmp(flag, "--save")) { cfg->save_dir = value; any_action = 1; }
+        else if (!strcmp(flag, "--save-inputs")) cfg->save_inputs_dir = value;
+        else if (!strcmp(flag, "--backend")) {
+            if (strcmp(value, "cpu") && strcmp(value, "cuda")) {
+                fprintf(stderr, "mamba2: --backend expects cpu or cuda, got '%s'\n", value);
+                rc = -1;
+            }
+            cfg->backend = value;
+        } else if (!strcmp(flag, "--dtype")) {
+            if (!strcmp(value, "bf16")) cfg->opt.dtype = TILE_BF16;
+            else if (!strcmp(value, "f16")) cfg->opt.dtype = TILE_F16;
+            else if (!strcmp(value, "f32")) cfg->opt.dtype = TILE_F32;
+            else { fprintf(stderr, "mamba2: --dtype expects bf16, f16 or f32, got '%s'\n", value); rc = -1; }
+        } else if (!strcmp(flag, "--state-dtype")) {
+            if (!strcmp(value, "f32")) cfg->opt.state_dtype = TILE_F32;
+            else if (!strcmp(value, "bf16")) cfg->opt.state_dtype = TILE_BF16;
+            else { fprintf(stderr, "mamba2: --state-dtype expects f32 or bf16, got '%s'\n", value); rc = -1; }
+        } else if (!strcmp(flag, "--precision")) {
+            if (!strcmp(value, "tf32")) cfg->opt.fp32_products = 0;
+            else if (!strcmp(value, "fp32")) cfg->opt.fp32_products = 1;
+            else { fprintf(stderr, "mamba2: --precision expects tf32 or fp32, got '%s'\n", value); rc = -1; }
+        } else if (!strcmp(flag, "--D")) {
+            if (!strcmp(value, "none")) cfg->features.has_D = 0;
+            else if (!strcmp(value, "heads")) { cfg->features.has_D = 1; cfg->features.D_per_head = 1; }
+            else if (!strcmp(value, "headdim")) { cfg->features.has_D = 1; cfg->features.D_per_head = 0; }
+            else { fprintf(stderr, "mamba2: --D expects none, heads or headdim, got '%s'\n", value); rc = -1; }
+        } else {
+            fprintf(stderr, "mamba2: unknown option %s\n%s", flag, usage_text);
+            return EXIT_USAGE;
+        }
+        if (rc) return EXIT_USAGE;
+    }
+    if (!any_action) cfg->check = 1;
+    if (cfg->opt.dt_min > cfg->opt.dt_max) {
+        fprintf(stderr, "mamba2: --dt-min %g is larger than --dt-max %g\n", cfg->opt.dt_min, cfg->opt.dt_max);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- finding the .tile programs ---------------------------------------- */
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* MAMBA2_TILE_DIR, else the executable's folder, else the source folder. */
+static void tile_dir(char *out, size_t n) {
+    const char *env = getenv("MAMBA2_TILE_DIR");
+    if (env && *env) { snprintf(out, n, "%s", env); return; }
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            char probe[4200];
+            snprintf(probe, sizeof probe, "%s/compute_out.tile", exe);
+            if (file_exists(probe)) { snprintf(out, n, "%s", exe); return; }
+        }
+    }
+    snprintf(out, n, "%s", MAMBA2_TILE_SOURCE_DIR);
+}
+
+/* ---- the run on a backend ---------------------------------------------- */
+
+static int pow2_at_least(int v) {
+    int p = 1;
+    while (p < v) p <<= 1;
+    return p;
+}
+static int min_int(int a, int b) { return a < b ? a : b; }
+static int max_int(int a, int b) { return a > b ? a : b; }
+static int cdiv_int(int a, int b) { return (a + b - 1) / b; }
+
+enum { K_CUMSUM, K_STATE, K_OUT, K_COUNT };
+static const char *const kernel_label[K_COUNT] = {"chunk_cumsum", "fwd_pass_state", "compute_out"};
+
+typedef struct Run {
+    tile_ctx *ctx;
+    tile_module *mod[K_COUNT];
+    tile_kernel *kern[K_COUNT];
+    int grid[K_COUNT][3];
+    tile_arg args[K_COUNT][12];
+    int nargs[K_COUNT];
+    /* device buffers */
+    void *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *initial, *dt_out, *dA_cumsum, *states, *final_states, *y, *dummy;
+} Run;
+
+static const char *short_dtype(tile_dtype t) { return tile_dtype_name(t); }
+
+/* Converts float32 values (already representable) to dtype dt in dst. */
+static void pack(const float *src, size_t n, tile_dtype dt, void *dst) {
+    if (dt == TILE_F32) { memcpy(dst, src, n * 4); return; }
+    uint16_t *out = dst;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], 4);
+        if (dt == TILE_BF16) { out[i] = (uint16_t)(u >> 16); continue; }
+        /* f16: the value is exactly representable (m2_round made it so). */
+        const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+        const float a = fabsf(src[i]);
+        if (isnan(a)) out[i] = sign | 0x7e00u;
+        else if (a >= 65520.0f) out[i] = sign | 0x7c00u;
+        else if (a < 0x1p-14f) out[i] = sign | (uint16_t)nearbyint((double)a * 0x1p24);
+        else {
+            const uint32_t e = ((u >> 23) & 0xffu) - 127u + 15u;
+            out[i] = sign | (uint16_t)((e << 10) | ((u >> 13) & 0x3ffu));
+        }
+    }
+}
+
+static void unpack(const void *src, size_t n, tile_dtype dt, float *dst) {
+    if (dt == TILE_F32) { memcpy(dst, src, n * 4); return; }
+    const uint16_t *in = src;
+    for (size_t i = 0; i < n; i++) {
+        if (dt == TILE_BF16) {
+            const uint32_t u = (uint32_t)in[i] << 16;
+            memcpy(&dst[i], &u, 4);
+            continue;
+        }
+        const int sign = in[i] >> 15, e = (in[i] >> 10) & 0x1f, m = in[i] & 0x3ff;
+        float v;
+        if (e == 0) v = ldexpf((float)m, -24);
+        else if (e == 31) v = m ? NAN : INFINITY;
+        else v = ldexpf((float)(m | 0x400), e - 25);
+        dst[i] = sign ? -v : v;
+    }
+}
+
+#define TRY(call) do { tile_status st_ = (call); if (st_ != TILE_OK) { \
+        fprintf(stderr, "mamba2: %s failed: %s\n%s\n", #call, tile_status_name(st_), tile_ctx_last_error(run->ctx)); \
+        return -1; } } while (0)
+
+/* Allocates a device buffer and fills it with `n` floats converted to dt. */
+static int upload(Run *run, void **dev, const float *host, size_t n, tile_dtype dt) {
+    const size_t bytes = n * (size_t)tile_dtype_size(dt);
+    TRY(tile_malloc(run->ctx, bytes ? bytes : 16, dev));
+    void *tmp = malloc(bytes ? bytes : 16);
+    if (!tmp) { fprintf(stderr, "mamba2: out of memory\n"); return -1; }
+    pack(host, n, dt, tmp);
+    tile_status st = tile_memcpy_h2d(run->ctx, *dev, tmp, bytes);
+    free(tmp);
+    if (st != TILE_OK) {
+        fprintf(stderr, "mamba2: upload failed: %s\n", tile_ctx_last_error(run->ctx));
+        return -1;
+    }
+    return 0;
+}
+
+static int alloc_zero(Run *run, void **dev, size_t bytes) {
+    TRY(tile_malloc(run->ctx, bytes ? bytes : 16, dev));
+    TRY(tile_memset(run->ctx, *dev, 0, bytes ? bytes : 16));
+    return 0;
+}
+
+static tile_arg array_arg(void *data, tile_dtype dt, int rank, int64_t e0, int64_t e1, int64_t e2, int64_t e3,
+                          int64_t e4) {
+    const int64_t shape[5] = {e0, e1, e2, e3, e4};
+    return tile_arg_array(tile_array_contiguous(data, dt, rank, shape));
+}
+
+static int get_kernel(Run *run, int which, const char *dir, const char *file, const char *name,
+                      const tile_const *consts, int nconsts) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    TRY(tile_module_load_file(run->ctx, path, &run->mod[which]));
+    TRY(tile_kernel_get(run->mod[which], name, consts, nconsts, &run->kern[which]));
+    return 0;
+}
+
+/* Uploads the inputs, compiles the kernels and prepares the three launches. */
+static int run_setup(Run *run, const M2Inputs *in, const M2Options *o) {
+    const M2Shape *s = &in->s;
+    const int Bt = s->batch, L = s->seqlen, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
+    const int Q = s->chunk, nchunks = cdiv_int(L, Q);
+    const tile_dtype dt = o->dtype, sdt = o->state_dtype;
+    const size_t nx = m2_numel_x(s), nbc = m2_numel_bc(s), nstate = m2_numel_state(s);
+    const size_t ntok = (size_t)Bt * L * H;
+
+    if (upload(run, &run->x, in->x, nx, dt) || upload(run, &run->dt, in->dt, ntok, TILE_F32) ||
+        upload(run, &run->A, in->A, (size_t)H, TILE_F32) || upload(run, &run->B, in->B, nbc, dt) ||
+        upload(run, &run->C, in->C, nbc, dt))
+        return -1;
+    if (in->D && upload(run, &run->D, in->D, (size_t)H * P, TILE_F32)) return -1;
+    if (in->z && upload(run, &run->z, in->z, nx, dt)) return -1;
+    if (in->initial_states && upload(run, &run->initial, in->initial_states, nstate, TILE_F32)) return -1;
+    if (in->dt_bias) {
+        if (upload(run, &run->dt_bias, in->dt_bias, (size_t)H, TILE_F32)) return -1;
+    } else if (alloc_zero(run, &run->dt_bias, (size_t)H * 4)) {
+        return -1;
+    }
+    if (alloc_zero(run, &run->dummy, 16) || alloc_zero(run, &run->dt_out, ntok * 4) ||
+        alloc_zero(run, &run->dA_cumsum, ntok * 4) ||
+        alloc_zero(run, &run->states, (size_t)Bt * nchunks * H * P * N * (size_t)tile_dtype_size(sdt)) ||
+        alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)))
+        return -1;
+
+    char dir[4096];
+    tile_dir(dir, sizeof dir);
+    const int tf32 = dt == TILE_F32 && !o->fp32_products;
+    const int block_h = min_int(16, pow2_at_least(H));
+    const int block_p = min_int(64, pow2_at_least(P));
+    /* fwd_pass_state: a 64 x 128 state tile reads x once for N <= 128; 64
+     * tokens per step.  compute_out: dstate in slices of 32
+     * keeps registers bounded.  (The fastest of a sweep on the H200.) */
+    const int block_n_state = o->block_n_state ? o->block_n_state : min_int(128, max_int(16, pow2_at_least(N)));
+    const int block_n_out = o->block_n_out ? o->block_n_out : min_int(32, max_int(16, pow2_at_least(N)));
+    const int block_m = 64;
+    const int block_k = min_int(o->block_k ? o->block_k : 64, Q);
+    char name[64];
+
+    const tile_const c1[] = {{"CHUNK", 0, Q, 0}, {"BLOCK_H", 0, block_h, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0}};
+    if (get_kernel(run, K_CUMSUM, dir, "chunk_cumsum.tile", "chunk_cumsum", c1, 3)) return -1;
+
+    /* The f32 kernels take TF32; num_warps, a hint the compiler accepts as a
+     * binding, only when asked for. */
+    snprintf(name, sizeof name, "fwd_pass_state_%s_s%s", short_dtype(dt), short_dtype(sdt));
+    tile_const c2[8] = {{"CHUNK", 0, Q, 0}, {"BLOCK_K", 0, block_k, 0}, {"BLOCK_P", 0, block_p, 0},
+                        {"BLOCK_N", 0, block_n_state, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0}};
+    int n2 = 5;
+    if (dt == TILE_F32) c2[n2++] = (tile_const){"TF32", 0, tf32, 0};
+    if (o->warps_state) c2[n2++] = (tile_const){"num_warps", 0, o->warps_state, 0};
+    if (get_kernel(run, K_STATE, dir, "fwd_pass_state.tile", name, c2, n2)) return -1;
+
+    snprintf(name, sizeof name, "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
+    tile_const c3[8] = {{"CHUNK", 0, Q, 0}, {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0},
+                        {"BLOCK_N", 0, block_n_out, 0}, {"HAS_D", 0, in->D != NULL, 0},
+                        {"HAS_Z", 0, in->z != NULL, 0}};
+    int n3 = 6;
+    if (dt == TILE_F32) c3[n3++] = (tile_const){"TF32", 0, tf32, 0};
+    if (o->warps_out) c3[n3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
+    if (get_kernel(run, K_OUT, dir, "compute_out.tile", name, c3, n3)) return -1;
+
+    /* chunk_cumsum(A, dt, dt_bias, dt_out, dA_cumsum, dt_min, dt_max) */
+    tile_arg *a = run->args[K_CUMSUM];
+    a[0] = array_arg(run->A, TILE_F32, 1, H, 0, 0, 0, 0);
+    a[1] = array_arg(run->dt, TILE_F32, 3, Bt, L, H, 0, 0);
+    a[2] = array_arg(run->dt_bias, TILE_F32, 1, H, 0, 0, 0, 0);
+    a[3] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
+    a[4] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
+    a[5] = tile_arg_f32((float)o->dt_min);
+    a[6] = tile_arg_f32((float)o->dt_max);
+    run->nargs[K_CUMSUM] = 7;
+    run->grid[K_CUMSUM][0] = nchunks;
+    run->grid[K_CUMSUM][1] = cdiv_int(H, block_h);
+    run->grid[K_CUMSUM][2] = Bt;
+
+    /* fwd_pass_state(x, Bmat, dt_out, dA_cumsum, initial_states, states, final_states) */
+    a = run->args[K_STATE];
+    a[0] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
+    a[1] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+    a[2] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
+    a[3] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
+    a[4] = in->initial_states ? array_arg(run->initial, TILE_F32, 4, Bt, H, P, N, 0)
+                              : array_arg(run->dummy, TILE_F32, 4, 1, 1, 1, 1, 0);
+    a[5] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
+    a[6] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
+    run->nargs[K_STATE] = 7;
+    run->grid[K_STATE][0] = cdiv_int(P, block_p) * cdiv_int(N, block_n_state);
+    run->grid[K_STATE][1] = H;
+    run->grid[K_STATE][2] = Bt;
+
+    /* compute_out(x, Bmat, Cmat, z, D, dt_out, dA_cumsum, states, y) */
+    a = run->args[K_OUT];
+    a[0] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
+    a[1] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+    a[2] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+    a[3] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
+    a[4] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0) : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
+    a[5] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
+    a[6] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
+    a[7] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
+    a[8] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
+    run->nargs[K_OUT] = 9;
+    run->grid[K_OUT][0] = (Q / block_m) * cdiv_int(P, block_p);
+    run->grid[K_OUT][1] = nchunks;
+    run->grid[K_OUT][2] = Bt * H;
+    return 0;
+}
+
+/* Launches the three kernels; with events (K_COUNT + 1 of them) records one
+ * before each kernel and one after the last. */
+static int run_launch(Run *run, tile_event **ev) {
+    for (int k = 0; k < K_COUNT; k++) {
+        if (ev) TRY(tile_event_record(ev[k], NULL));
+        tile_status st = tile_launch(run->kern[k], run->grid[k], run->args[k], run->nargs[k], NULL);
+        if (st != TILE_OK) {
+            fprintf(stderr, "mamba2: launch of %s failed: %s\n%s\n", kernel_label[k], tile_status_name(st),
+                    tile_ctx_last_error(run->ctx));
+            return -1;
+        }
+    }
+    if (ev) TRY(tile_event_record(ev[K_COUNT], NULL));
+    TRY(tile_synchronize(run->ctx));
+    return 0;
+}
+
+static int run_download(Run *run, const M2Inputs *in, const M2Options *o, M2Outputs *out) {
+    const size_t nx = m2_numel_x(&in->s), nstate = m2_numel_state(&in->s);
+    const size_t ybytes = nx * (size_t)tile_dtype_size(o->dtype);
+    void *tmp = malloc(ybytes ? ybytes : 1);
+    out->y = malloc(nx * sizeof(float) + 1);
+    out->final_states = malloc(nstate * sizeof(float) + 1);
+    if (!tmp || !out->y || !out->final_states) {
+        free(tmp);
+        fprintf(stderr, "mamba2: out of memory for the outputs\n");
+        return -1;
+    }
+    tile_status st = tile_memcpy_d2h(run->ctx, tmp, run->y, ybytes);
+    if (st == TILE_OK) st = tile_memcpy_d2h(run->ctx, out->final_states, run->final_states, nstate * 4);
+    if (st != TILE_OK) {
+        free(tmp);
+        fprintf(stderr, "mamba2: download failed: %s\n", tile_ctx_last_error(run->ctx));
+        return -1;
+    }
+    unpack(tmp, nx, o->dtype, out->y);
+    free(tmp);
+    return 0;
+}
+
+static void run_free(Run *run) {
+    void *bufs[] = {run->x, run->dt, run->A, run->B, run->C, run->D, run->z, run->dt_bias, run->initial,
+                    run->dt_out, run->dA_cumsum, run->states, run->final_states, run->y, run->dummy};
+    if (!run->ctx) return;
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tile_free(run->ctx, bufs[i]);
+    tile_ctx_destroy(run->ctx);   /* releases the modules too */
+}
+
+/* ---- --bench ------------------------------------------------------------ */
+
+static int cmp_float(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+static float median(float *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_float);
+    return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* mamba_ssm times from ../shared/bench/anchors.md (H200), to put ours beside. */
+typedef struct Anchor { int batch, seqlen, heads, headdim, dstate, groups, chunk; tile_dtype dtype; double ms; } Anchor;
+static const Anchor anchors[] = {
+    {1, 4096, 80, 64, 128, 1, 256, TILE_BF16, 0.516}, {1, 4096, 80, 64, 128, 1, 256, TILE_F32, 0.465},
+    {8, 4096, 80, 64, 128, 1, 256, TILE_BF16, 1.415}, {8, 4096, 80, 64, 128, 1, 256, TILE_F32, 2.452},
+    {2, 16384, 80, 64, 128, 1, 256, TILE_BF16, 1.416}, {8, 2048, 24, 64, 128, 1, 256, TILE_BF16, 0.568},
+    {8, 4096, 80, 64, 64, 8, 256, TILE_BF16, 1.147},
+};
+
+static int bench(Run *run, const M2Inputs *in, const M2Options *o, int iters, int warmup) {
+    const M2Shape *s = &in->s;
+    tile_event *ev[K_COUNT + 1] = {0};
+    float *times[K_COUNT + 1];
+    for (int k = 0; k <= K_COUNT; k++) {
+        times[k] = calloc((size_t)iters, sizeof(float));
+        if (!times[k] || tile_event_create(run->ctx, &ev[k]) != TILE_OK) {
+            fprintf(stderr, "mamba2: cannot create timing events: %s\n", tile_ctx_last_error(run->ctx));
+            return -1;
+        }
+    }
+    int rc = 0;
+    for (int i = 0; i < warmup && rc == 0; i++) rc = run_launch(run, NULL);
+    for (int i = 0; i < iters && rc == 0; i++) {
+        rc = run_launch(run, ev);
+        for (int k = 0; k < K_COUNT && rc == 0; k++)
+            if (tile_event_elapsed_ms(ev[k], ev[k + 1], &times[k][i]) != TILE_OK) rc = -1;
+        if (rc == 0 && tile_event_elapsed_ms(ev[0], ev[K_COUNT], &times[K_COUNT][i]) != TILE_OK) rc = -1;
+    }
+    if (rc == 0) {
+        const double esize = tile_dtype_size(o->dtype);
+        const double L = s->seqlen, Q = s->chunk, P = s->headdim, N = s->dstate;
+        const double nchunks = ceil(L / Q);
+        /* Compulsory traffic: read x, dt, B, C (z, D, dt_bias, initial states); write y, final state. */
+        double bytes = (double)m2_numel_x(s) * esize * (in->z ? 3 : 2) + (double)s->batch * L * s->heads * 4 +
+                       (double)m2_numel_bc(s) * esize * 2 + (double)m2_numel_state(s) * 4 * (in->initial_states ? 2 : 1);
+        /* Useful flops as in anchors.md: C Bᵀ once per group (causal half), then per head the
+         * causal scores @ x, the carried state term and the chunk state. */
+        double flops = (double)s->batch * nchunks * s->groups * Q * Q * N +
+                       (double)s->batch * nchunks * s->heads * (Q * Q * P + 4.0 * Q * N * P);
+        const double total_ms = median(times[K_COUNT], iters);
+        printf("bench: %s on %s, %d iterations after %d warm-up, median times\n",
+               tile_ctx_backend(run->ctx) == TILE_BACKEND_CUDA ? "cuda" : "cpu", tile_ctx_device_name(run->ctx),
+               iters, warmup);
+        for (int k = 0; k < K_COUNT; k++)
+            printf("  %-15s %10.4f ms\n", kernel_label[k], median(times[k], iters));
+        printf("  %-15s %10.4f ms\n", "total", total_ms);
+        printf("  traffic  %.3f GB compulsory -> %.1f GB/s (floor %.4f ms at 4.23 TB/s)\n", bytes * 1e-9,
+               bytes / (total_ms * 1e-3) * 1e-9, bytes / 4.23e12 * 1e3);
+        const double peak = o->dtype == TILE_F32 ? (o->fp32_products ? 0 : 359e12) : 700e12;
+        printf("  compute  %.1f GFLOP useful -> %.2f TFLOP/s", flops * 1e-9, flops / (total_ms * 1e-3) * 1e-12);
+        if (peak > 0) printf(" (floor %.4f ms at %.0f TFLOP/s)", flops / peak * 1e3, peak * 1e-12);
+        printf("\n");
+        for (size_t i = 0; i < sizeof anchors / sizeof anchors[0]; i++) {
+            const Anchor *a = &anchors[i];
+            if (a->batch == s->batch && a->seqlen == s->seqlen && a->heads == s->heads && a->headdim == s->headdim &&
+                a->dstate == s->dstate && a->groups == s->groups && a->chunk == s->chunk && a->dtype == o->dtype)
+                printf("  anchor   mamba_ssm %.3f ms on an H200 (anchors.md): ours / theirs = %.2f"
+                       " (measure both in one run: bench/mamba_ssm_compare.py)\n", a->ms, total_ms / a->ms);
+        }
+    }
+    for (int k = 0; k <= K_COUNT; k++) {
+        free(times[k]);
+        tile_event_destroy(ev[k]);
+    }
+    return rc;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static double default_tol(const M2Options *o, tile_backend_kind backend) {
+    if (o->dtype != TILE_F32) return 1e-2;
+    if (!o->fp32_products) return 2e-3;
+    return backend == TILE_BACKEND_CUDA ? 1e-4 : 1e-5;
+}
+
+static int make_dir(const char *dir) {
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST) return 0;
+    fprintf(stderr, "mamba2: cannot create %s: %s\n", dir, strerror(errno));
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    Config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.shape = (M2Shape){.batch = 2, .seqlen = 200, .heads = 4, .headdim = 32, .dstate = 16, .groups = 2, .chunk = 64};
+    cfg.opt.dtype = TILE_F32;
+    cfg.opt.state_dtype = TILE_F32;
+    cfg.opt.dt_min = -INFINITY;
+    cfg.opt.dt_max = INFINITY;
+    cfg.features.has_D = 1;
+    cfg.features.D_per_head = 1;
+    cfg.seed = 1;
+    cfg.iters = 0;
+    cfg.warmup = -1;
+    int rc = parse_args(argc, argv, &cfg);
+    if (rc) return rc;
+
+    /* Inputs first: bad input exits 2 before any work or any file written. */
+    char err[1024];
+    M2Inputs in;
+    if (cfg.shape.chunk != 64 && cfg.shape.chunk != 128 && cfg.shape.chunk != 256) {
+        fprintf(stderr, "mamba2: unsupported chunk size %d: use 64, 128 or 256\n", cfg.shape.chunk);
+        return EXIT_USAGE;
+    }
+    if (cfg.inputs_dir) {
+        if (m2_inputs_read(&in, cfg.inputs_dir, cfg.shape.chunk, err, sizeof err) != 0) {
+            fprintf(stderr, "mamba2: %s\n", err);
+            return EXIT_USAGE;
+        }
+    } else {
+        if (m2_shape_check(&cfg.shape, err, sizeof err) != 0) {
+            fprintf(stderr, "mamba2: %s\n", err);
+            return EXIT_USAGE;
+        }
+        if (m2_inputs_random(&in, &cfg.shape, &cfg.features, cfg.opt.dt_softplus, cfg.seed, err, sizeof err) != 0) {
+            fprintf(stderr, "mamba2: %s\n", err);
+            return EXIT_CHECK;
+        }
+    }
+    m2_inputs_round(&in, cfg.opt.dtype);
+    const M2Shape *s = &in.s;
+
+    /* The backend: as asked, or the GPU when there is one, else the CPU. */
+    Run run;
+    memset(&run, 0, sizeof run);
+    tile_status st;
+    if (cfg.backend && !strcmp(cfg.backend, "cpu")) {
+        st = tile_ctx_create(&run.ctx, TILE_BACKEND_CPU, 0);
+    } else {
+        st = tile_ctx_create(&run.ctx, TILE_BACKEND_CUDA, 0);
+        if (st != TILE_OK) {
+            const char *why = run.ctx ? tile_ctx_last_error(run.ctx) : tile_status_name(st);
+            if (cfg.backend) {
+                fprintf(stderr, "mamba2: CUDA backend not available: %s\n", why);
+                tile_ctx_destroy(run.ctx);
+                m2_inputs_free(&in);
+                return EXIT_SKIP;
+            }
+            fprintf(stderr, "mamba2: no GPU (%s); running on the CPU interpreter\n", why);
+            tile_ctx_destroy(run.ctx);
+            run.ctx = NULL;
+            st = tile_ctx_create(&run.ctx, TILE_BACKEND_CPU, 0);
+        }
+    }
+    if (st != TILE_OK) {
+        fprintf(stderr, "mamba2: cannot create a context: %s\n", run.ctx ? tile_ctx_last_error(run.ctx) : "");
+        tile_ctx_destroy(run.ctx);
+        m2_inputs_free(&in);
+        return EXIT_CHECK;
+    }
+    const tile_backend_kind backend = tile_ctx_backend(run.ctx);
+    printf("mamba2: batch %d, seqlen %d, heads %d, headdim %d, dstate %d, groups %d, chunk %d; %s inputs%s, "
+           "%s states%s%s%s%s%s on %s\n",
+           s->batch, s->seqlen, s->heads, s->headdim, s->dstate, s->groups, s->chunk, tile_dtype_name(cfg.opt.dtype),
+           cfg.opt.dtype == TILE_F32 ? (cfg.opt.fp32_products ? " (fp32 products)" : " (tf32 products)") : "",
+           tile_dtype_name(cfg.opt.state_dtype), in.D ? (in.D_per_head ? ", D (heads)" : ", D (heads, headdim)") : "",
+           in.z ? ", z" : "", in.dt_bias ? ", dt_bias" : "", cfg.opt.dt_softplus ? ", softplus" : "",
+           in.initial_states ? ", initial states" : "", tile_ctx_device_name(run.ctx));
+
+    int status = 0;
+    M2Outputs out = {0};
+    if (cfg.save_inputs_dir) {
+        if (make_dir(cfg.save_inputs_dir) || m2_inputs_write(&in, cfg.save_inputs_dir, err, sizeof err)) {
+            fprintf(stderr, "mamba2: %s\n", err);
+            status = EXIT_CHECK;
+        }
+    }
+    if (status == 0 && (run_setup(&run, &in, &cfg.opt) || run_launch(&run, NULL) ||
+                        run_download(&run, &in, &cfg.opt, &out)))
+        status = EXIT_CHECK;
+    if (status == 0 && cfg.check) {
+        int pairs = cfg.check_pairs;
+        const double work = (double)s->seqlen * s->headdim * s->dstate;
+        if (pairs == 0 && work * s->batch * s->heads > 4e8) pairs = (int)fmax(4.0, 4e8 / work);
+        M2Error ey, es;
+        int checked = 0;
+        m2_check(&in, &cfg.opt, &out, pairs, &ey, &es, &checked);
+        const double tol = cfg.tol > 0 ? cfg.tol : default_tol(&cfg.opt, backend);
+        printf("check: %d of %d (batch, head) pairs against the float64 recurrence\n", checked, s->batch * s->heads);
+        printf("  y             rel L2 %.3e  max abs %.3e\n", ey.rel_l2, ey.max_abs);
+        printf("  final state   rel L2 %.3e  max abs %.3e\n", es.rel_l2, es.max_abs);
+        const int ok = checked > 0 && ey.rel_l2 <= tol && es.rel_l2 <= tol;
+        printf("  %s (tolerance %.1e relative L2)\n", ok ? "PASS" : "FAIL", tol);
+        if (!ok) status = EXIT_CHECK;
+    }
+    if (status == 0 && cfg.save_dir) {
+        if (make_dir(cfg.save_dir) || m2_outputs_write(&out, s, cfg.save_dir, err, sizeof err)) {
+            fprintf(stderr, "mamba2: %s\n", err);
+            status = EXIT_CHECK;
+        } else {
+            printf("saved %s/y.npy and %s/final_states.npy\n", cfg.save_dir, cfg.save_dir);
+        }
+    }
+    if (status == 0 && cfg.bench) {
+        const int gpu = backend == TILE_BACKEND_CUDA;
+        const int iters = cfg.iters ? cfg.iters : (gpu ? 50 : 3);
+        const int warmup = cfg.warmup >= 0 ? cfg.warmup : (gpu ? 10 : 1);
+        if (bench(&run, &in, &cfg.opt, iters, warmup)) status = EXIT_CHECK;
+    }
+    free(out.y);
+    free(out.final_states);
+    run_free(&run);
+    m2_inputs_free(&in);
+    return status;
+}
