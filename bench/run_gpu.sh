@@ -3,6 +3,8 @@
 # build (flex / bison from .devdeps/*.deb), the GPU tests, the NVRTC tests,
 # then the benchmarks, with a short table last.
 #   bash bench/run_gpu.sh [--quick]      (--quick: tests only, no benchmarks)
+# Knobs: TILEC_GPU_TESTS=REGEX (only those GPU tests), TILEC_SKIP_NVRTC=1,
+#        TILEC_BENCH_ONLY=rows|matmul, TILE_CACHE_DIR (default /tmp/tilec-cache).
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -18,9 +20,11 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${FLEXINC:-} >/tmp/tilec-cmake
 cmake --build "$BUILD" -j16 >/tmp/tilec-build.log 2>&1 || { grep -E "error|Error" /tmp/tilec-build.log | head -30; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
 echo "== ctest -L gpu"
-ctest --test-dir "$BUILD" -L gpu --output-on-failure -j4 2>&1 | tail -60
-echo "== ctest -L nvrtc"
-ctest --test-dir "$BUILD" -L nvrtc 2>&1 | tail -4
+ctest --test-dir "$BUILD" -L gpu ${TILEC_GPU_TESTS:+-R "$TILEC_GPU_TESTS"} --output-on-failure -j4 2>&1 | tail -60
+if [ -z "${TILEC_SKIP_NVRTC:-}" ]; then
+  echo "== ctest -L nvrtc"
+  ctest --test-dir "$BUILD" -L nvrtc -j4 2>&1 | tail -4
+fi
 [ "${1:-}" = "--quick" ] && exit 0
 echo "== benchmarks"
 BENCH=$BUILD/bench/gpu/bench_gpu

@@ -1,0 +1,110 @@
+/* emit_cuda_int.h: what the two files of the CUDA emitter share (not a
+ * public header).  emit_cuda.c: values, layouts, memory, element-wise and
+ * shape ops, control flow and the kernel; emit_cuda_ops.c: reductions,
+ * scans, mma, print and the prefetching of loads in mma loops.
+ * Prefix: ce_. */
+#ifndef TILEC_EMIT_CUDA_INT_H
+#define TILEC_EMIT_CUDA_INT_H
+
+#include "emit_cuda.h"
+#include "layout.h"
+#include "scalar.h"
+
+#include <stdarg.h>
+
+/* ---- text buffers --------------------------------------------------------- */
+
+typedef struct Buf {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+/* ---- the emitter ------------------------------------------------------------ */
+
+typedef struct Val {
+    int lay;              /* index in E->lays, -1 before definition */
+    const char *name;     /* C name of its registers */
+} Val;
+
+typedef struct Emitter {
+    const IrFunc *f;
+    Diag *diag;
+    CudaEmitOptions opt;
+    Arena mem;            /* strings of this emission */
+    Buf body;
+    int indent;
+    int warpbits, threads;
+    Layout *lays;
+    int nlays, caplays;
+    bool *lay_used;       /* thread-part variables needed in the prologue */
+    Val *vals;
+    int *local_lay;       /* per local: layout index, -1 = not known yet */
+    bool local_changed;
+    bool analysis;        /* layouts only: the text is thrown away */
+    int smem_bytes;
+    int ntmp;
+    int last_line;
+    int errors;
+    /* loads of the innermost pipelined loop (see emit_prefetch) */
+    const IrOp *pf_loop;
+    const IrOp *pf_loads[8];
+    const char *pf_bufs[8];
+    int pf_lays[8];
+    int npf;
+    bool *pf_chain;           /* per value: recomputed for the next iteration */
+    const char *pf_next_iv;   /* C expression of the next iteration's variable */
+} Emitter;
+
+void ce_buf_vprintf(Buf *b, const char *fmt, va_list ap);
+void ce_buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ce_out(Emitter *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *ce_fmt_str(Emitter *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *ce_fresh(Emitter *E, const char *prefix);
+void ce_fail(Emitter *E, const IrOp *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void ce_need_smem(Emitter *E, int64_t bytes);
+const char *ce_ctype(DType t);
+const char *ce_mtype(DType t);
+int ce_regsize(DType t);
+bool ce_is_half(DType t);
+const char *ce_comptype(DType t);
+const char *ce_widen(Emitter *E, DType t, const char *x);
+const char *ce_narrow(Emitter *E, DType t, const char *x);
+const char *ce_lit_str(Emitter *E, DType t, Scalar v);
+const char *ce_ew_unary(Emitter *E, OpId op, DType t, const char *a);
+const char *ce_ew_binary(Emitter *E, OpId op, DType t, const char *a, const char *b);
+const char *ce_ew_cast(Emitter *E, DType from, DType to, const char *a);
+int ce_lay_add(Emitter *E, const Layout *l);
+int ce_nregs(Emitter *E, int id);
+int ce_blocked(Emitter *E, const Type *t, int fastest);
+const char *ce_reg(Emitter *E, const char *name, int lay, int r);
+void ce_decl(Emitter *E, DType t, const char *name, int lay);
+const char *ce_thread_coord(Emitter *E, int lay, int d);
+int64_t ce_reg_coord(Emitter *E, int lay, int r, int d);
+const char *ce_coord(Emitter *E, int lay, int r, int d);
+const char *ce_owner(Emitter *E, int lay);
+const char *ce_pext_expr(Emitter *E, const char *var, unsigned mask);
+Val *ce_val(Emitter *E, int id);
+const Type *ce_vtype(Emitter *E, int id);
+DType ce_vdt(Emitter *E, int id);
+const char *ce_vreg(Emitter *E, int id, int r);
+void ce_set_val(Emitter *E, int id, const char *name, int lay);
+const char *ce_convert(Emitter *E, const char *name, int x, DType t, int r);
+void ce_make_full(Emitter *E, int id);
+void ce_emit_block(Emitter *E, const IrBlock *blk);
+void ce_emit_op(Emitter *E, const IrOp *op);
+unsigned ce_array_flags(Emitter *E, int i);
+int ce_vector_width(Emitter *E, int lay, int d, int max);
+void ce_vec_store(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n);
+void ce_emit_load(Emitter *E, const IrOp *op);
+void ce_fit_operand(Emitter *E, int id, const Type *t);
+void ce_emit_line(Emitter *E, const IrOp *op);
+void ce_emit_reduce(Emitter *E, const IrOp *op);
+void ce_emit_scan(Emitter *E, const IrOp *op);
+void ce_emit_mma(Emitter *E, const IrOp *op);
+void ce_emit_print(Emitter *E, const IrOp *op);
+int ce_pf_choose(Emitter *E, const IrOp *loop);
+void ce_emit_prefetch(Emitter *E, const IrOp *loop, const char *iv, bool declare);
+bool ce_emit_prefetched_load(Emitter *E, const IrOp *op);
+const Layout *ce_lay(Emitter *E, int id);
+
+#endif

@@ -1,0 +1,627 @@
+/* emit_cuda_ops.c: the CUDA emitter's operations that need more than one
+ * register at a time: reductions (in-thread, warp shuffles, then across warps
+ * through shared memory), scans, mma (tensor cores or exact FMAs), print,
+ * and the prefetching of loads in mma loops.  See emit_cuda.c for the model. */
+#include "emit_cuda_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reductions and scans ------------------------------------------------------ */
+
+static DType accum_dtype(OpId op, DType t) {
+    if (op == OP_REDUCE_SUM || op == OP_REDUCE_PROD || op == OP_CUMSUM || op == OP_CUMPROD)
+        return (ce_is_half(t) || t == DT_TF32) ? DT_F32 : t;
+    return t;
+}
+
+static const char *combine(Emitter *E, OpId op, DType acc, const char *a, const char *b) {
+    switch (op) {
+    case OP_REDUCE_SUM: case OP_CUMSUM: return ce_ew_binary(E, OP_ADD, acc, a, b);
+    case OP_REDUCE_PROD: case OP_CUMPROD: return ce_ew_binary(E, OP_MUL, acc, a, b);
+    case OP_REDUCE_MAX: return ce_ew_binary(E, OP_MAXIMUM, acc, a, b);
+    default: return ce_ew_binary(E, OP_MINIMUM, acc, a, b);
+    }
+}
+
+void ce_emit_reduce(Emitter *E, const IrOp *op) {
+    int x = op->args[0];
+    ce_make_full(E, x);
+    Val *v = ce_val(E, x);
+    const Layout *X = ce_lay(E, v->lay);
+    const Type *xt = ce_vtype(E, x), *t = ce_vtype(E, op->result);
+    DType dt = xt->dtype, rt = t->dtype;
+    bool all = op->axis < 0 || op->axis >= xt->rank;
+    bool arg = op->op == OP_ARGMAX || op->op == OP_ARGMIN;
+    bool red[LAY_MAX_BITS] = {0};
+    for (int b = 0; b < X->nbits; b++) {
+        int d, j;
+        lay_dim_of(xt->rank, xt->shape, b, &d, &j);
+        red[b] = all || d == op->axis;
+    }
+    /* output layout: the kept bits, register bits renumbered */
+    Layout O;
+    memset(&O, 0, sizeof O);
+    O.rank = t->rank;
+    for (int d = 0; d < t->rank; d++) O.shape[d] = t->shape[d], O.nbits += lay_log2(t->shape[d]);
+    O.kind = LAYK_OTHER;
+    int regmap[32], nr = 0;
+    for (int i = 0; i < 32; i++) regmap[i] = -1;
+    for (int b = 0; b < X->nbits; b++)
+        if (!red[b] && X->space[b] == LAY_REG) regmap[X->bit[b]] = 0;
+    for (int i = 0; i < X->nregbits; i++)
+        if (regmap[i] == 0) regmap[i] = nr++;
+    unsigned red_lanes = 0, red_warps = 0;
+    for (int b = 0, ob = 0; b < X->nbits; b++) {
+        if (red[b]) {
+            if (X->space[b] == LAY_LANE) red_lanes |= 1u << X->bit[b];
+            if (X->space[b] == LAY_WARP) red_warps |= 1u << X->bit[b];
+            continue;
+        }
+        O.space[ob] = X->space[b];
+        O.bit[ob] = X->space[b] == LAY_REG ? (unsigned char)regmap[X->bit[b]] : X->bit[b];
+        ob++;
+    }
+    O.nregbits = nr;
+    int o = ce_lay_add(E, &O);
+    int no = lay_nregs(&O);
+    DType acc = accum_dtype(op->op, dt);
+    const char *AT = arg ? ce_comptype(dt) : ce_ctype(acc);
+    const char *a = ce_fresh(E, "a"), *ai = arg ? ce_fresh(E, "ai") : NULL;
+    if (no == 1) ce_out(E, "%s %s;", AT, a); else ce_out(E, "%s %s[%d];", AT, a, no);
+    if (arg) { if (no == 1) ce_out(E, "int %s;", ai); else ce_out(E, "int %s[%d];", ai, no); }
+    const char *want_max = op->op == OP_ARGMAX ? "true" : "false";
+    /* 1. in-thread */
+    bool *seen = ARENA_ARRAY(&E->mem, bool, no);
+    for (int i = 0; i < lay_nregs(X); i++) {
+        int oi = 0;
+        for (int k = 0; k < X->nregbits; k++)
+            if (regmap[k] >= 0 && ((i >> k) & 1)) oi |= 1 << regmap[k];
+        const char *dst = ce_reg(E, a, o, oi), *src = ce_reg(E, v->name, v->lay, i);
+        if (arg) {
+            const char *idx = all ? ce_fmt_str(E, "(%s + %lld)", ce_thread_coord(E, v->lay, -1), (long long)lay_reg_elem(X, i))
+                                  : ce_coord(E, v->lay, i, op->axis);
+            const char *w = ce_widen(E, dt, src), *dsti = ce_reg(E, ai, o, oi);
+            if (!seen[oi]) ce_out(E, "%s = %s; %s = %s;", dst, w, dsti, idx);
+            else ce_out(E, "if (tile_arg_better(%s, %s, %s, %s, %s)) { %s = %s; %s = %s; }", w, idx, dst, dsti,
+                     want_max, dst, w, dsti, idx);
+        } else {
+            const char *s = ce_ew_cast(E, dt, acc, src);
+            if (!seen[oi]) ce_out(E, "%s = %s;", dst, s);
+            else ce_out(E, "%s = %s;", dst, combine(E, op->op, acc, dst, s));
+        }
+        seen[oi] = true;
+    }
+    /* 2. across lanes */
+    for (int k = 0; k < 5; k++) {
+        if (!((red_lanes >> k) & 1)) continue;
+        for (int i = 0; i < no; i++) {
+            const char *dst = ce_reg(E, a, o, i);
+            if (arg) {
+                const char *dsti = ce_reg(E, ai, o, i);
+                ce_out(E, "{ %s w = tile_shfl_xor(%s, %d); int j = tile_shfl_xor(%s, %d); "
+                       "if (tile_arg_better(w, j, %s, %s, %s)) { %s = w; %s = j; } }",
+                    AT, dst, 1 << k, dsti, 1 << k, dst, dsti, want_max, dst, dsti);
+            } else {
+                /* the shuffle first: combine() may evaluate an operand conditionally,
+                 * and every lane must take part in a shuffle */
+                ce_out(E, "{ const %s w = tile_shfl_xor(%s, %d); %s = %s; }", AT, dst, 1 << k, dst,
+                    combine(E, op->op, acc, dst, "w"));
+            }
+        }
+    }
+    /* 3. across warps, through shared memory */
+    if (red_warps) {
+        int nw = 1 << __builtin_popcount(red_warps);
+        int64_t nout = type_numel(t);
+        int asz = arg ? (int)sizeof(double) : ce_regsize(acc);
+        if (asz < 4) asz = 4;
+        ce_need_smem(E, nout * nw * (asz + (arg ? 4 : 0)) + 16);
+        ce_out(E, "{");
+        E->indent++;
+        ce_out(E, "%s *S = (%s *)tile_smem;", AT, AT);
+        if (arg) ce_out(E, "int *SI = (int *)(tile_smem + %lld);", (long long)(nout * nw * asz));
+        ce_out(E, "const int wr = %s;", ce_pext_expr(E, "warp", red_warps));
+        ce_out(E, "__syncthreads();");
+        for (int i = 0; i < no; i++) {
+            const char *slot = ce_fmt_str(E, "(%s + %lld) * %d", ce_thread_coord(E, o, -1), (long long)lay_reg_elem(&O, i), nw);
+            ce_out(E, "S[%s + wr] = %s;", slot, ce_reg(E, a, o, i));
+            if (arg) ce_out(E, "SI[%s + wr] = %s;", slot, ce_reg(E, ai, o, i));
+        }
+        ce_out(E, "__syncthreads();");
+        for (int i = 0; i < no; i++) {
+            const char *slot = ce_fmt_str(E, "(%s + %lld) * %d", ce_thread_coord(E, o, -1), (long long)lay_reg_elem(&O, i), nw);
+            const char *dst = ce_reg(E, a, o, i);
+            ce_out(E, "%s = S[%s];", dst, slot);
+            if (arg) ce_out(E, "%s = SI[%s];", ce_reg(E, ai, o, i), slot);
+            for (int w = 1; w < nw; w++) {
+                if (arg) {
+                    const char *dsti = ce_reg(E, ai, o, i);
+                    ce_out(E, "if (tile_arg_better(S[%s + %d], SI[%s + %d], %s, %s, %s)) { %s = S[%s + %d]; %s = SI[%s + %d]; }",
+                        slot, w, slot, w, dst, dsti, want_max, dst, slot, w, dsti, slot, w);
+                } else {
+                    ce_out(E, "%s = %s;", dst, combine(E, op->op, acc, dst, ce_fmt_str(E, "S[%s + %d]", slot, w)));
+                }
+            }
+        }
+        E->indent--;
+        ce_out(E, "}");
+    }
+    /* 4. the result in its dtype */
+    const char *name = ce_fresh(E, "v");
+    ce_set_val(E, op->result, name, o);
+    ce_decl(E, rt, name, o);
+    for (int i = 0; i < no; i++) {
+        const char *x2 = arg ? ce_ew_cast(E, DT_I32, rt, ce_reg(E, ai, o, i)) : ce_ew_cast(E, acc, rt, ce_reg(E, a, o, i));
+        ce_out(E, "%s = %s;", ce_reg(E, name, o, i), x2);
+    }
+}
+
+/* Scans: staged in shared memory, one thread per line, in index order. */
+void ce_emit_scan(Emitter *E, const IrOp *op) {
+    int x = op->args[0];
+    ce_make_full(E, x);
+    Val *v = ce_val(E, x);
+    const Layout *X = ce_lay(E, v->lay);
+    const Type *xt = ce_vtype(E, x);
+    DType dt = xt->dtype, rt = ce_vtype(E, op->result)->dtype, acc = accum_dtype(op->op, dt);
+    int axis = op->axis < 0 || op->axis >= xt->rank ? -1 : op->axis;
+    int64_t n = type_numel(xt), len = axis < 0 ? n : xt->shape[axis], inner = 1;
+    if (axis >= 0)
+        for (int d = axis + 1; d < xt->rank; d++) inner *= xt->shape[d];
+    int64_t lines = n / len;
+    const char *AT = ce_ctype(acc);
+    ce_need_smem(E, n * ce_regsize(acc) + 16);
+    const char *name = ce_fresh(E, "v");
+    ce_set_val(E, op->result, name, v->lay);
+    ce_decl(E, rt, name, v->lay);
+    ce_out(E, "{");
+    E->indent++;
+    ce_out(E, "%s *S = (%s *)tile_smem;", AT, AT);
+    ce_out(E, "__syncthreads();");
+    const char *own = ce_owner(E, v->lay);
+    if (own) ce_out(E, "if (%s) {", own), E->indent++;
+    for (int i = 0; i < lay_nregs(X); i++)
+        ce_out(E, "S[%s + %lld] = %s;", ce_thread_coord(E, v->lay, -1), (long long)lay_reg_elem(X, i),
+            ce_ew_cast(E, dt, acc, ce_reg(E, v->name, v->lay, i)));
+    if (own) E->indent--, ce_out(E, "}");
+    ce_out(E, "__syncthreads();");
+    ce_out(E, "for (int line = threadIdx.x; line < %lld; line += %d) {", (long long)lines, E->threads);
+    E->indent++;
+    ce_out(E, "%s *p = S + (line / %lld) * %lld + line %% %lld;", AT, (long long)inner, (long long)(len * inner), (long long)inner);
+    bool rev = op->flag != 0;
+    ce_out(E, "%s run = p[%lld];", AT, rev ? (long long)((len - 1) * inner) : 0LL);
+    ce_out(E, "for (int k = 1; k < %lld; ++k) {", (long long)len);
+    E->indent++;
+    const char *at = rev ? ce_fmt_str(E, "p[(%lld - k) * %lld]", (long long)(len - 1), (long long)inner)
+                         : ce_fmt_str(E, "p[k * %lld]", (long long)inner);
+    ce_out(E, "run = %s;", combine(E, op->op, acc, "run", at));
+    ce_out(E, "%s = run;", at);
+    E->indent--;
+    ce_out(E, "}");
+    E->indent--;
+    ce_out(E, "}");
+    ce_out(E, "__syncthreads();");
+    for (int i = 0; i < lay_nregs(X); i++)
+        ce_out(E, "%s = %s;", ce_reg(E, name, v->lay, i),
+            ce_ew_cast(E, acc, rt, ce_fmt_str(E, "S[%s + %lld]", ce_thread_coord(E, v->lay, -1), (long long)lay_reg_elem(X, i))));
+    E->indent--;
+    ce_out(E, "}");
+}
+
+/* ---- mma ------------------------------------------------------------------------ */
+
+/* Writes operand `id` ([batch.., R, C]) row-major into shared memory at
+ * element offset `base` with row stride ld (padding against bank conflicts),
+ * in vectors where the layout allows. */
+static void stage_operand(Emitter *E, int id, int64_t base, int ld) {
+    ce_make_full(E, id);
+    Val *v = ce_val(E, id);
+    const Type *t = ce_vtype(E, id);
+    DType dt = t->dtype;
+    int rank = t->rank, lay = v->lay;
+    const char *own = ce_owner(E, lay);
+    if (own) ce_out(E, "if (%s) {", own), E->indent++;
+    int V = ce_vector_width(E, lay, rank - 1, 16 / ce_regsize(dt));
+    if (ce_regsize(dt) != 2 && ce_regsize(dt) != 4) V = 1;
+    int rows = 1;
+    for (int d = 0; d < rank - 1; d++) rows *= t->shape[d];
+    (void)rows;
+    for (int r = 0; r < ce_nregs(E, lay); r += V) {
+        /* row = batch * R + row coordinate */
+        Buf rb = {0};
+        ce_buf_printf(&rb, "0");
+        for (int d = 0; d < rank - 1; d++) {
+            int64_t stride = 1;
+            for (int e = d + 1; e < rank - 1; e++) stride *= t->shape[e];
+            ce_buf_printf(&rb, " + %s * %lld", ce_coord(E, lay, r, d), (long long)stride);
+        }
+        const char *ptr = ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, rb.p, ld,
+                                  ce_coord(E, lay, r, rank - 1));
+        free(rb.p);
+        if (V > 1) ce_vec_store(E, dt, ptr, v->name, lay, r, V);
+        else ce_out(E, "*%s = %s;", ptr, ce_reg(E, v->name, lay, r));
+    }
+    if (own) E->indent--, ce_out(E, "}");
+}
+
+void ce_emit_mma(Emitter *E, const IrOp *op) {
+    int ia = op->args[0], ib = op->args[1], ic = op->args[2];
+    const Type *at = ce_vtype(E, ia), *bt = ce_vtype(E, ib), *t = ce_vtype(E, op->result);
+    DType adt = at->dtype, bdt = bt->dtype, rt = t->dtype, ct = ce_vdt(E, ic);
+    int M = at->shape[at->rank - 2], K = at->shape[at->rank - 1], N = bt->shape[bt->rank - 1];
+    int batch = t->rank == 3 ? t->shape[0] : 1;
+    bool abatch = at->rank == 3, bbatch = bt->rank == 3;
+    int kstep = adt == DT_TF32 ? 8 : 16;
+    bool tensor = adt == bdt && (ce_is_half(adt) || adt == DT_TF32) && (rt == DT_F32 || rt == DT_F16) &&
+                  M % 16 == 0 && N % 8 == 0 && K % kstep == 0;
+    ce_fit_operand(E, ic, t);
+    int lay;
+    if (tensor) {
+        int wmb = 0, wnb = 0;
+        while (wmb + wnb < E->warpbits) {
+            int rows = M >> wmb, cols = N >> wnb;
+            bool can_m = rows >= 32, can_n = cols >= 16;
+            if (can_m && (rows >= cols || !can_n)) wmb++;
+            else if (can_n) wnb++;
+            else break;
+        }
+        Layout l = lay_mma(t, wmb, wnb);
+        lay = ce_lay_add(E, &l);
+    } else {
+        Val *c = ce_val(E, ic);
+        lay = lay_full(ce_lay(E, c->lay)) && ce_lay(E, c->lay)->nbits == lay_log2(type_numel(t)) ? c->lay : ce_blocked(E, t, -1);
+    }
+    /* accumulate in f32 (f64 for f64, i32 for integers); round once at the end */
+    DType acc = rt == DT_F64 ? DT_F64 : dtype_is_float(rt) ? DT_F32 : DT_I32;
+    const char *c = ce_convert(E, ce_val(E, ic)->name, ce_val(E, ic)->lay, ct, lay);
+    const char *d = ce_fresh(E, "d");
+    ce_decl(E, acc, d, lay);
+    for (int r = 0; r < ce_nregs(E, lay); r++) ce_out(E, "%s = %s;", ce_reg(E, d, lay, r), ce_ew_cast(E, ct, acc, ce_reg(E, c, lay, r)));
+    int s = ce_regsize(adt);
+    int lda = tensor ? K + (s == 2 ? 8 : 4) : K, ldb = tensor ? N + 8 : N;
+    int64_t a_elems = (int64_t)(abatch ? batch : 1) * M * lda;
+    int64_t b_off = ((a_elems * s + 15) / 16) * 16 / ce_regsize(bdt);
+    int64_t b_elems = (int64_t)(bbatch ? batch : 1) * K * ldb;
+    ce_need_smem(E, b_off * ce_regsize(bdt) + b_elems * ce_regsize(bdt));
+    /* conversions use shared memory too: all of them before the staging */
+    ce_make_full(E, ia);
+    ce_make_full(E, ib);
+    ce_out(E, "__syncthreads();");
+    stage_operand(E, ia, 0, lda);
+    stage_operand(E, ib, b_off, ldb);
+    ce_out(E, "__syncthreads();");
+    ce_out(E, "{");
+    E->indent++;
+    const Layout *R = ce_lay(E, lay);
+    if (tensor) {
+        int wnb = __builtin_popcount(lay_warp_mask(R) & ((1u << E->warpbits) - 1));
+        int wnbits = 0, wmbits = 0;
+        for (int b = 0; b < R->nbits; b++) {
+            if (R->space[b] != LAY_WARP) continue;
+            int dd, j;
+            lay_dim_of(t->rank, t->shape, b, &dd, &j);
+            if (dd == t->rank - 1) wnbits++; else wmbits++;
+        }
+        (void)wnb;
+        int MI = (M / 16) >> wmbits, NI = (N / 8) >> wnbits;
+        const char *ET = ce_ctype(adt);
+        ce_out(E, "const %s *As = (const %s *)tile_smem;", ET, ET);
+        ce_out(E, "const %s *Bs = (const %s *)tile_smem + %lld;", ET, ET, (long long)b_off);
+        ce_out(E, "const int m0 = ((warp >> %d) & %d) * %d, n0 = (warp & %d) * %d;", wnbits, (1 << wmbits) - 1,
+            M >> wmbits, (1 << wnbits) - 1, N >> wnbits);
+        ce_out(E, "const int g = lane >> 2, q = lane & 3;");
+        ce_out(E, "(void)g; (void)q;");
+        ce_out(E, "unsigned fa[%d][4], fb[%d][2];", MI, NI);
+        const char *mma = adt == DT_TF32 ? "tile_mma_m16n8k8_tf32" : adt == DT_BF16 ? "tile_mma_m16n8k16_bf16" : "tile_mma_m16n8k16_f16";
+        for (int bb = 0; bb < batch; bb++) {
+            int64_t abase = (int64_t)(abatch ? bb : 0) * M * lda, bbase = (int64_t)(bbatch ? bb : 0) * K * ldb;
+            ce_out(E, "#pragma unroll");
+            ce_out(E, "for (int k0 = 0; k0 < %d; k0 += %d) {", K, kstep);
+            E->indent++;
+            for (int mi = 0; mi < MI; mi++) {
+                if (s == 2) {
+                    ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], As + %lld + (m0 + %d + (lane & 15)) * %d + k0 + (lane >> 4) * 8);",
+                        mi, mi, mi, mi, (long long)abase, mi * 16, lda);
+                } else {
+                    const char *row = ce_fmt_str(E, "(As + %lld + (m0 + %d + g) * %d + k0 + q)", (long long)abase, mi * 16, lda);
+                    ce_out(E, "fa[%d][0] = __float_as_uint(%s[0]); fa[%d][1] = __float_as_uint(%s[%d]);", mi, row, mi, row, 8 * lda);
+                    ce_out(E, "fa[%d][2] = __float_as_uint(%s[4]); fa[%d][3] = __float_as_uint(%s[%d]);", mi, row, mi, row, 8 * lda + 4);
+                }
+            }
+            for (int ni = 0; ni < NI; ni++) {
+                if (s == 2) {
+                    if (ni + 1 < NI && ni % 2 == 0) {
+                        ce_out(E, "tile_ldsm_x4_trans(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], Bs + %lld + (k0 + (lane & 15)) * %d + n0 + %d + (lane >> 4) * 8);",
+                            ni, ni, ni + 1, ni + 1, (long long)bbase, ldb, ni * 8);
+                        ni++;
+                    } else {
+                        ce_out(E, "tile_ldsm_x2_trans(fb[%d][0], fb[%d][1], Bs + %lld + (k0 + (lane & 15)) * %d + n0 + %d);",
+                            ni, ni, (long long)bbase, ldb, ni * 8);
+                    }
+                } else {
+                    const char *col = ce_fmt_str(E, "(Bs + %lld + (k0 + q) * %d + n0 + %d + g)", (long long)bbase, ldb, ni * 8);
+                    ce_out(E, "fb[%d][0] = __float_as_uint(%s[0]); fb[%d][1] = __float_as_uint(%s[%d]);", ni, col, ni, col, 4 * ldb);
+                }
+            }
+            for (int mi = 0; mi < MI; mi++)
+                for (int ni = 0; ni < NI; ni++) {
+                    int r0 = ((bb * MI + mi) * NI + ni) << 2;
+                    ce_out(E, "%s(%s, %s, %s, %s, fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], fb[%d][0], fb[%d][1]);", mma,
+                        ce_reg(E, d, lay, r0), ce_reg(E, d, lay, r0 + 1), ce_reg(E, d, lay, r0 + 2), ce_reg(E, d, lay, r0 + 3),
+                        mi, mi, mi, mi, ni, ni);
+                }
+            E->indent--;
+            ce_out(E, "}");
+        }
+    } else {
+        /* exact products on the FMA units, in k order (as the interpreter) */
+        const char *AT = ce_ctype(adt), *BT = ce_ctype(bdt);
+        ce_out(E, "const %s *As = (const %s *)tile_smem;", AT, AT);
+        ce_out(E, "const %s *Bs = (const %s *)tile_smem + %lld;", BT, BT, (long long)b_off);
+        ce_out(E, "for (int k = 0; k < %d; ++k) {", K);
+        E->indent++;
+        for (int r = 0; r < ce_nregs(E, lay); r++) {
+            const char *bbx = t->rank == 3 ? ce_coord(E, lay, r, 0) : "0";
+            const char *m = ce_coord(E, lay, r, t->rank - 2), *n = ce_coord(E, lay, r, t->rank - 1);
+            const char *av = ce_fmt_str(E, "As[(%s * %d + %s) * %d + k]", abatch ? bbx : "0", M, m, lda);
+            const char *bv = ce_fmt_str(E, "Bs[(%s * %d + k) * %d + %s]", bbatch ? bbx : "0", K, ldb, n);
+            const char *dst = ce_reg(E, d, lay, r);
+            if (acc == DT_I32)
+                ce_out(E, "%s = (int)((unsigned)%s + (unsigned)((int)%s * (int)%s));", dst, dst, av, bv);
+            else if (acc == DT_F64)
+                ce_out(E, "%s = fma((double)%s, (double)%s, %s);", dst, av, bv, dst);
+            else
+                ce_out(E, "%s = fmaf(%s, %s, %s);", dst, ce_ew_cast(E, adt, DT_F32, av), ce_ew_cast(E, bdt, DT_F32, bv), dst);
+        }
+        E->indent--;
+        ce_out(E, "}");
+    }
+    E->indent--;
+    ce_out(E, "}");
+    const char *name = ce_fresh(E, "v");
+    ce_set_val(E, op->result, name, lay);
+    if (rt == acc) {
+        ce_set_val(E, op->result, d, lay);
+        return;
+    }
+    ce_decl(E, rt, name, lay);
+    for (int r = 0; r < ce_nregs(E, lay); r++) ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), ce_ew_cast(E, acc, rt, ce_reg(E, d, lay, r)));
+}
+
+/* ---- print ---------------------------------------------------------------------- */
+
+static const char *printf_conv(DType t) {
+    if (t == DT_BOOL) return "%s";
+    if (dtype_is_float(t)) return "%g";
+    if (dtype_is_unsigned(t)) return "%llu";
+    return "%lld";
+}
+static const char *printf_arg(Emitter *E, DType t, const char *x) {
+    if (t == DT_BOOL) return ce_fmt_str(E, "(%s ? \"true\" : \"false\")", x);
+    if (dtype_is_float(t)) return ce_fmt_str(E, "(double)%s", ce_widen(E, t, x));
+    if (dtype_is_unsigned(t)) return ce_fmt_str(E, "(unsigned long long)%s", x);
+    return ce_fmt_str(E, "(long long)%s", x);
+}
+
+/* print: thread 0 prints; tiles are staged in shared memory first. */
+void ce_emit_print(Emitter *E, const IrOp *op) {
+    const char *staged[64];
+    int n = op->nargs < 64 ? op->nargs : 64;
+    int64_t off = 0;
+    for (int i = 0; i < n; i++)   /* conversions (through shared memory) before any staging */
+        if (ce_lay(E, ce_val(E, op->args[i])->lay)->nbits > 0) ce_make_full(E, op->args[i]);
+    for (int i = 0; i < n; i++) {
+        int id = op->args[i];
+        staged[i] = NULL;
+        if (ce_nregs(E, ce_val(E, id)->lay) == 1 && ce_lay(E, ce_val(E, id)->lay)->nbits == 0) continue;
+        Val *v = ce_val(E, id);
+        DType dt = ce_vdt(E, id);
+        staged[i] = ce_fmt_str(E, "((%s *)(tile_smem + %lld))", ce_ctype(dt), (long long)off);
+        if (i == 0 || off == 0) ce_out(E, "__syncthreads();");
+        const char *own = ce_owner(E, v->lay);
+        if (own) ce_out(E, "if (%s) {", own), E->indent++;
+        for (int r = 0; r < ce_nregs(E, v->lay); r++)
+            ce_out(E, "%s[%s + %lld] = %s;", staged[i], ce_thread_coord(E, v->lay, -1),
+                (long long)lay_reg_elem(ce_lay(E, v->lay), r), ce_reg(E, v->name, v->lay, r));
+        if (own) E->indent--, ce_out(E, "}");
+        off += ((type_numel(ce_vtype(E, id)) * ce_regsize(dt) + 15) / 16) * 16;
+    }
+    ce_need_smem(E, off);
+    if (off) ce_out(E, "__syncthreads();");
+    ce_out(E, "if (threadIdx.x == 0) {");
+    E->indent++;
+    ce_out(E, "printf(\"[block %%d,%%d,%%d] \", (int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z);");
+    int next = 0;
+    Buf lit = {0};
+    ce_buf_printf(&lit, "%s", "");
+    const char *s = op->str ? op->str : "";
+    for (;; s++) {
+        bool hole = s[0] == '{' && s[1] == '}' && next < n;
+        if (!*s || hole) {
+            if (lit.len) ce_out(E, "printf(\"%s\");", lit.p);
+            lit.len = 0;
+            if (lit.p) lit.p[0] = 0;
+        }
+        if (!*s) break;
+        if ((s[0] == '{' && s[1] == '{') || (s[0] == '}' && s[1] == '}')) {
+            ce_buf_printf(&lit, "%c", *s);
+            s++;
+        } else if (hole) {
+            int id = op->args[next];
+            DType dt = ce_vdt(E, id);
+            const Type *t = ce_vtype(E, id);
+            if (!staged[next]) {
+                ce_out(E, "printf(\"%s\", %s);", printf_conv(dt), printf_arg(E, dt, ce_vreg(E, id, 0)));
+            } else {
+                /* nested brackets as the interpreter prints them */
+                int64_t numel = type_numel(t);
+                ce_out(E, "for (int i = 0; i < %lld; ++i) {", (long long)numel);
+                E->indent++;
+                Buf open = {0}, close = {0};
+                ce_buf_printf(&open, "0");
+                ce_buf_printf(&close, "0");
+                int64_t span = 1;
+                for (int d = t->rank - 1; d >= 0; d--) {
+                    span *= t->shape[d];
+                    ce_buf_printf(&open, " + (i %% %lld == 0)", (long long)span);
+                    ce_buf_printf(&close, " + ((i + 1) %% %lld == 0)", (long long)span);
+                }
+                ce_out(E, "if (i) printf(\", \");");
+                ce_out(E, "for (int o = %s; o > 0; --o) printf(\"[\");", open.p);
+                ce_out(E, "printf(\"%s\", %s);", printf_conv(dt), printf_arg(E, dt, ce_fmt_str(E, "%s[i]", staged[next])));
+                ce_out(E, "for (int o = %s; o > 0; --o) printf(\"]\");", close.p);
+                free(open.p);
+                free(close.p);
+                E->indent--;
+                ce_out(E, "}");
+            }
+            next++;
+            s++;
+        } else if (*s == '"' || *s == '\\') {
+            ce_buf_printf(&lit, "\\%c", *s);
+        } else if (*s == '%') {
+            ce_buf_printf(&lit, "%%%%");
+        } else if (*s == '\n') {
+            ce_buf_printf(&lit, "\\n");
+        } else {
+            ce_buf_printf(&lit, "%c", *s);
+        }
+    }
+    free(lit.p);
+    ce_out(E, "printf(\"\\n\");");
+    E->indent--;
+    ce_out(E, "}");
+}
+
+/* ---- software pipelining: prefetching the loads of an mma loop ------------------ */
+
+/* In `for k in range(..) { a = load(x, (.., k), latency=2); ...; acc = mma(a, b, acc) }`
+ * the loads of iteration k + step are issued right after iteration k has its
+ * tiles (into registers), so global memory latency overlaps the mma.  A load
+ * qualifies when it asks for it (latency >= 2), its indices are pure scalar
+ * functions of the induction variable and of values from outside the loop,
+ * and nothing in the loop writes its array.  Loads past the end read padding
+ * and are never used.  Opt-in: on the H200 the matmul examples measured no
+ * gain from it (the registers it holds cost occupancy); cp.async into a
+ * second shared-memory buffer is the better next step. */
+
+static bool writes_array(const IrBlock *blk, int arr) {
+    if (!blk) return false;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if ((o->op == OP_STORE || o->op == OP_SCATTER || o->op == OP_ATOMIC_ADD || o->op == OP_ATOMIC_MAX ||
+             o->op == OP_ATOMIC_MIN) && o->array == arr)
+            return true;
+        if (writes_array(o->body, arr) || writes_array(o->else_body, arr)) return true;
+    }
+    return false;
+}
+
+static const IrOp *body_def(const IrOp *loop, int v) {
+    for (int i = 0; i < loop->body->nops; i++)
+        if (loop->body->ops[i]->result == v) return loop->body->ops[i];
+    return NULL;
+}
+
+/* Can value v be recomputed for the next iteration?  Marks the ops needed. */
+static bool pf_recomputable(Emitter *E, const IrOp *loop, int v, bool *chain, int depth) {
+    if (v == loop->result) return true;
+    const IrOp *d = body_def(loop, v);
+    if (!d) return true;                     /* defined outside the loop */
+    if (depth > 32 || ce_vtype(E, v)->rank != 0) return false;
+    bool pure = d->op == OP_CONST || d->op == OP_PARAM || d->op == OP_ARRAY_DIM || d->op == OP_ARRAY_STRIDE ||
+                d->op == OP_BID || d->op == OP_NUM_BLOCKS || (d->op >= OP_NEG && d->op <= OP_WHERE);
+    if (!pure) return false;
+    for (int i = 0; i < d->nargs; i++)
+        if (!pf_recomputable(E, loop, d->args[i], chain, depth + 1)) return false;
+    chain[v] = true;
+    return true;
+}
+
+/* Chooses the loads of `loop` to prefetch; returns how many. */
+int ce_pf_choose(Emitter *E, const IrOp *loop) {
+    bool has_mma = false;
+    for (int i = 0; i < loop->body->nops; i++) has_mma |= loop->body->ops[i]->op == OP_MMA;
+    if (!has_mma) return 0;
+    int n = 0;
+    int64_t regs = 0;
+    for (int i = 0; i < E->f->nvalues; i++) E->pf_chain[i] = false;
+    for (int i = 0; i < loop->body->nops && n < 8; i++) {
+        const IrOp *o = loop->body->ops[i];
+        /* only in the fast variant (32-bit offsets): the general one keeps registers */
+        if (o->op != OP_LOAD || o->latency < 2 || writes_array(loop->body, o->array) ||
+            !(ce_array_flags(E, o->array) & CUDA_ARRAY_OFF32))
+            continue;
+        bool ok = true;
+        for (int a = 0; a < o->nargs && ok; a++) ok = pf_recomputable(E, loop, o->args[a], E->pf_chain, 0);
+        int64_t r = type_numel(ce_vtype(E, o->result)) / E->threads;
+        if (!ok || regs + r > 64) continue;
+        regs += r;
+        E->pf_loads[n++] = o;
+    }
+    return n;
+}
+
+/* Emits the prefetched loads for the iteration whose variable is `iv`
+ * (a C expression) into the buffers (declaring them on the first call). */
+void ce_emit_prefetch(Emitter *E, const IrOp *loop, const char *iv, bool declare) {
+    size_t n = sizeof(Val) * (size_t)E->f->nvalues;
+    Val *saved = malloc(n ? n : 1);
+    if (!saved) return;
+    memcpy(saved, E->vals, n);
+    const char *ivn = ce_fresh(E, "n");
+    DType t = ce_vdt(E, loop->result);
+    ce_out(E, "const %s %s = (%s)(%s);", ce_ctype(t), ivn, ce_ctype(t), iv);
+    Layout scalar;
+    memset(&scalar, 0, sizeof scalar);
+    ce_set_val(E, loop->result, ivn, ce_lay_add(E, &scalar));
+    int last = 0;
+    for (int i = 0; i < loop->body->nops; i++)
+        for (int k = 0; k < E->npf; k++)
+            if (loop->body->ops[i] == E->pf_loads[k]) last = i;
+    for (int i = 0; i <= last; i++) {
+        const IrOp *o = loop->body->ops[i];
+        int k = -1;
+        for (int j = 0; j < E->npf; j++)
+            if (o == E->pf_loads[j]) k = j;
+        if (k < 0) {
+            if (o->result >= 0 && E->pf_chain[o->result]) ce_emit_op(E, o);
+            continue;
+        }
+        ce_emit_load(E, o);
+        Val *v = ce_val(E, o->result);
+        if (declare) {
+            E->pf_bufs[k] = v->name;      /* the first prefetch is the buffer */
+            E->pf_lays[k] = v->lay;
+            saved[o->result] = *v;
+        } else {
+            for (int r = 0; r < ce_nregs(E, v->lay); r++)
+                ce_out(E, "%s = %s;", ce_reg(E, E->pf_bufs[k], E->pf_lays[k], r), ce_reg(E, v->name, v->lay, r));
+        }
+    }
+    memcpy(E->vals, saved, n);
+    free(saved);
+}
+
+/* A load of the pipelined loop: this iteration's tile is in its buffer. */
+bool ce_emit_prefetched_load(Emitter *E, const IrOp *op) {
+    int k = -1;
+    for (int j = 0; j < E->npf; j++)
+        if (op == E->pf_loads[j]) k = j;
+    if (k < 0) return false;
+    const char *name = ce_fresh(E, "v");
+    DType dt = ce_vdt(E, op->result);
+    ce_set_val(E, op->result, name, E->pf_lays[k]);
+    ce_decl(E, dt, name, E->pf_lays[k]);
+    for (int r = 0; r < ce_nregs(E, E->pf_lays[k]); r++)
+        ce_out(E, "%s = %s;", ce_reg(E, name, E->pf_lays[k], r), ce_reg(E, E->pf_bufs[k], E->pf_lays[k], r));
+    /* after the last one, the next iteration's loads go out */
+    int last = -1;
+    for (int i = 0; i < E->pf_loop->body->nops; i++)
+        for (int j = 0; j < E->npf; j++)
+            if (E->pf_loop->body->ops[i] == E->pf_loads[j]) last = i;
+    if (last >= 0 && E->pf_loop->body->ops[last] == op) ce_emit_prefetch(E, E->pf_loop, E->pf_next_iv, false);
+    return true;
+}
+
