@@ -95,6 +95,9 @@ void diag_free(Diag *d) {
     free(d->text);
     d->text = NULL;
     d->len = d->cap = 0;
+    free(d->seen);
+    d->seen = NULL;
+    d->nseen = d->seen_cap = 0;
 }
 
 static void diag_append(Diag *d, const char *s, size_t n) {
@@ -137,10 +140,12 @@ static const char *source_line(const Diag *d, int line, size_t *len) {
     return p;
 }
 
-static void diag_emit(Diag *d, const char *kind, Loc loc, const char *fmt, va_list ap) {
-    char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    const char *file = loc.file ? loc.file : (d->file ? d->file : "<input>");
+static const char *diag_file(const Diag *d, Loc loc) {
+    return loc.file ? loc.file : (d->file ? d->file : "<input>");
+}
+
+static void diag_emit(Diag *d, const char *kind, Loc loc, const char *msg) {
+    const char *file = diag_file(d, loc);
     if (loc.line > 0)
         diag_appendf(d, "%s:%d:%d: %s: %s\n", file, loc.line, loc.col, kind, msg);
     else
@@ -158,14 +163,59 @@ static void diag_emit(Diag *d, const char *kind, Loc loc, const char *fmt, va_li
     }
 }
 
+/* FNV-1a, 64 bits. */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Adds the error (loc, msg) to d->seen; false if it was there already.  The
+ * set keeps 64-bit hashes only: two different errors colliding is a 2^-64
+ * chance.  Out of memory, every error counts as new. */
+static bool diag_first_time(Diag *d, Loc loc, const char *msg) {
+    const char *file = diag_file(d, loc);
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = hash_bytes(h, file, strlen(file) + 1);
+    h = hash_bytes(h, &loc.line, sizeof loc.line);
+    h = hash_bytes(h, &loc.col, sizeof loc.col);
+    h = hash_bytes(h, msg, strlen(msg));
+    if (h == 0) h = 1;                      /* 0 marks an empty slot */
+    if (2 * (d->nseen + 1) > d->seen_cap) {  /* keep the load at most 1/2 */
+        int cap = d->seen_cap ? d->seen_cap * 2 : 64;
+        uint64_t *t = calloc((size_t)cap, sizeof *t);
+        if (!t) return true;
+        for (int i = 0; i < d->seen_cap; i++) {
+            if (!d->seen[i]) continue;
+            size_t j = (size_t)(d->seen[i] & (uint64_t)(cap - 1));
+            while (t[j]) j = (j + 1) & (size_t)(cap - 1);
+            t[j] = d->seen[i];
+        }
+        free(d->seen);
+        d->seen = t;
+        d->seen_cap = cap;
+    }
+    size_t mask = (size_t)d->seen_cap - 1, j = (size_t)h & mask;
+    for (; d->seen[j]; j = (j + 1) & mask)
+        if (d->seen[j] == h) return false;
+    d->seen[j] = h;
+    d->nseen++;
+    return true;
+}
+
 void diag_verror(Diag *d, Loc loc, const char *fmt, va_list ap) {
     d->nerrors++;
-    if (d->nerrors > d->max_errors) {
-        if (d->nerrors == d->max_errors + 1)
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    d->quiet_notes = !diag_first_time(d, loc, msg);
+    if (d->quiet_notes) return;
+    d->nrecorded++;
+    if (d->nrecorded > d->max_errors) {
+        if (d->nrecorded == d->max_errors + 1)
             diag_appendf(d, "%s: error: too many errors, stopping\n", d->file ? d->file : "<input>");
         return;
     }
-    diag_emit(d, "error", loc, fmt, ap);
+    diag_emit(d, "error", loc, msg);
 }
 
 void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
@@ -176,11 +226,13 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
 }
 
 void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
-    if (d->nerrors > d->max_errors) return;
+    if (d->nrecorded > d->max_errors || d->quiet_notes) return;
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    diag_emit(d, "note", loc, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    diag_emit(d, "note", loc, msg);
 }
 
 void diag_plain(Diag *d, const char *fmt, ...) {

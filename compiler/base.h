@@ -53,14 +53,21 @@ void ptrvec_push(Arena *a, PtrVec *v, void *item);
  *         <spaces>^
  * so the CLI prints them and the runtime hands them back as a message.
  * Compilation goes on after an error to report more; `nerrors` says whether
- * the result may be used. */
+ * the result may be used.
+ * An error identical to one recorded already (same file, line, column and
+ * message: an error inside a fn helper, met again at each call and in each
+ * kernel) is counted in `nerrors` but not recorded again, nor are its notes. */
 typedef struct Diag {
     const char *file;      /* source file name */
     const char *src;       /* whole source text (NUL-terminated), for caret lines */
     char *text;            /* malloc'd, NUL-terminated accumulated messages */
     size_t len, cap;
-    int nerrors;
+    int nerrors;           /* every error reported, repeats included */
+    int nrecorded;         /* errors in `text` (repeats are not) */
     int max_errors;        /* stop recording after this many (default 50) */
+    uint64_t *seen;        /* malloc'd hash set of the recorded errors (0 = empty slot) */
+    int nseen, seen_cap;
+    bool quiet_notes;      /* the last error was a repeat: drop the notes that follow */
 } Diag;
 
 void diag_init(Diag *d, const char *file, const char *src);

@@ -13,6 +13,8 @@
  * evaluates constants (with scalar.c, so folding matches the interpreter),
  * asks sema.c for every type rule, and emits IR.  An error yields a poison Val
  * that later rules accept silently, so one mistake gives one message.
+ * The builtin functions (load, store, sum, reshape, mma, print, ...) are
+ * lowered in lower_builtins.c; lower_internal.h holds what both files share.
  *
  * The IR it makes is simple on purpose: element-wise ops get operands of one
  * shape (BROADCAST inserted) and one dtype (CAST inserted); reductions always
@@ -68,10 +70,15 @@
  *  - num_warps / occupancy hints: from `with (...)`, overridden by a constant
  *    parameter of the same name, overridden by a binding of that name (a
  *    binding named num_warps/occupancy is accepted without such a parameter).
+ *  - The check at module load (lower_check_program) lowers each kernel whose
+ *    constants all have defaults.  A kernel with constants lacking defaults is
+ *    lowered with the values of its tune block when that block names them all:
+ *    the first value of each axis, or, when a point fails only static_asserts
+ *    (the kernel rejects it and the autotuner skips it), the next point, up to
+ *    MAX_TUNE_CHECK_POINTS; if every point tried is rejected, or there is no
+ *    such tune block, only the signature is checked.
  */
-#include "lower.h"
-#include "scalar.h"
-#include "sema.h"
+#include "lower_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -81,43 +88,16 @@
 
 #define MAX_UNROLL_PER_LOOP 4096
 #define MAX_UNROLL_TOTAL 65536
-#define MAX_INLINE_DEPTH 64
 #define MAX_TUPLE 64
 #define MAX_IR_VALUES 500000    /* inlining and unrolling stop here with an error */
+#define MAX_TUNE_CHECK_POINTS 32   /* tune points tried when checking a kernel at load */
 
-/* ---- values of the environment ---------------------------------------- */
+static void lower_stmts(Lower *L, Stmt *s);
+static void lower_stmt(Lower *L, Stmt *s);
 
-typedef enum ValKind {
-    V_ERROR,   /* poison: an error was reported already */
-    V_NONE,    /* the result of a call that returns nothing */
-    V_CONST,   /* compile-time scalar: dt, c; loose ones have dt I64/F64 */
-    V_VALUE,   /* IR value id */
-    V_LOCAL,   /* mutable local id (only in the environment; reads snapshot it) */
-    V_PARAM,   /* scalar kernel parameter id (IrFunc.params), dtype dt */
-    V_DIM,     /* extent `axis` of array parameter id (i32) */
-    V_STRIDE,  /* stride `axis` of array parameter id (i64) */
-    V_ARRAY,   /* array parameter id */
-    V_FN,      /* fn declaration */
-    V_TUPLE,   /* elems[0..n) */
-    V_DTYPE,   /* dt */
-    V_STRING,  /* str */
-} ValKind;
+/* ---- scopes ----------------------------------------------------------- */
 
-typedef struct Val Val;
-struct Val {
-    ValKind kind;
-    bool loose;
-    DType dt;
-    Scalar c;
-    int id, axis;
-    const Decl *fn;
-    Val *elems;
-    int n;
-    const char *str;
-    Loc loc;       /* V_CONST: where the literal or constant expression is */
-    bool big;      /* loose integer literal of 2^63 or more (only u64 holds it) */
-};
-
+/* The values of the environment (Val) are in lower_internal.h. */
 typedef enum EntryKind { ENT_LET, ENT_VAR, ENT_PARAM, ENT_CONST, ENT_FN, ENT_BUILTIN } EntryKind;
 
 typedef struct Entry {
@@ -127,52 +107,10 @@ typedef struct Entry {
     struct Entry *next;
 } Entry;
 
-typedef struct Scope {
-    struct Scope *parent;
+struct Scope {
+    Scope *parent;
     Entry *entries;
-} Scope;
-
-typedef struct Lower {
-    Arena *a;
-    Diag *d;
-    const Program *prog;
-    IrFunc *f;
-    IrBlock *blk;            /* where ops are appended */
-    Scope *globals;          /* file-level constants and fns */
-    Scope *scope;
-    int loop_depth;          /* runtime loops around us (in this kernel or fn body) */
-    int static_depth;        /* static_range loops inside the innermost runtime loop */
-    int region_depth;        /* runtime loops/ifs inside the fn being inlined */
-    int unrolled;            /* static_range iterations so far */
-    const Decl *fn_stack[MAX_INLINE_DEPTH];
-    int nfn;
-    bool too_big;            /* MAX_IR_VALUES reached: stop lowering */
-    bool returned;           /* a `return` ended the fn being inlined */
-    Val ret;
-} Lower;
-
-static Val lower_expr(Lower *L, Expr *e);
-static void lower_stmts(Lower *L, Stmt *s);
-static void lower_stmt(Lower *L, Stmt *s);
-
-static const Val poison = {.kind = V_ERROR};
-
-static Val vconst(DType dt, Scalar c, bool loose) {
-    Val v = {.kind = V_CONST, .dt = dt, .c = c, .loose = loose};
-    return v;
-}
-static Val vloose_int(int64_t x) { Scalar c; c.i = x; return vconst(DT_I64, c, true); }
-static Val vloose_float(double x) { Scalar c; c.f = x; return vconst(DT_F64, c, true); }
-static Val vvalue(int id) { Val v = {.kind = V_VALUE, .id = id}; return v; }
-static Val vkind(ValKind k, int id) { Val v = {.kind = k, .id = id}; return v; }
-
-static bool is_scalar_like(const Val *v) {
-    return v->kind == V_CONST || v->kind == V_VALUE || v->kind == V_LOCAL || v->kind == V_PARAM ||
-           v->kind == V_DIM || v->kind == V_STRIDE;
-}
-static bool is_loose(const Val *v) { return v->kind == V_CONST && v->loose; }
-
-/* ---- scopes ----------------------------------------------------------- */
+};
 
 static void push_scope(Lower *L, Scope *parent) {
     Scope *s = ARENA_NEW(L->a, Scope);
@@ -206,7 +144,7 @@ static Entry *bind(Lower *L, const char *name, EntryKind kind, Val v) {
 
 /* ---- emitting --------------------------------------------------------- */
 
-static IrOp *emit(Lower *L, OpId op, Loc loc, const Type *rt, int nargs, const int *args) {
+IrOp *lw_emit(Lower *L, OpId op, Loc loc, const Type *rt, int nargs, const int *args) {
     if (L->f->nvalues >= MAX_IR_VALUES && !L->too_big) {
         diag_error(L->d, loc, "kernel too large: more than %d IR values after inlining and unrolling",
                    MAX_IR_VALUES);
@@ -215,46 +153,46 @@ static IrOp *emit(Lower *L, OpId op, Loc loc, const Type *rt, int nargs, const i
     return ir_append(L->f, L->blk, op, loc, rt, nargs, args);
 }
 
-static Type mk_type(DType dt, int rank, const int64_t *shape) {
+Type lw_mk_type(DType dt, int rank, const int64_t *shape) {
     Type t = type_scalar(dt);
     t.rank = rank;
     for (int i = 0; i < rank; i++) t.shape[i] = (int)shape[i];
     return t;
 }
 
-static int emit_const(Lower *L, DType dt, Scalar c, Loc loc) {
+int lw_emit_const(Lower *L, DType dt, Scalar c, Loc loc) {
     Type t = type_scalar(dt);
-    IrOp *op = emit(L, OP_CONST, loc, &t, 0, NULL);
+    IrOp *op = lw_emit(L, OP_CONST, loc, &t, 0, NULL);
     if (dtype_is_float(dt)) op->lit.f = c.f;
     else op->lit.u = c.u;
     return op->result;
 }
 
-static int cast_to(Lower *L, int v, DType dt, Loc loc) {
+int lw_cast_to(Lower *L, int v, DType dt, Loc loc) {
     const Type *t = ir_type(L->f, v);
     if (t->dtype == dt) return v;
     Type rt = *t;
     rt.dtype = dt;
-    return emit(L, OP_CAST, loc, &rt, 1, &v)->result;
+    return lw_emit(L, OP_CAST, loc, &rt, 1, &v)->result;
 }
 
-static int broadcast_to(Lower *L, int v, const Type *shape, Loc loc) {
+int lw_broadcast_to(Lower *L, int v, const Type *shape, Loc loc) {
     const Type *t = ir_type(L->f, v);
     if (type_same_shape(t, shape)) return v;
     Type rt = *shape;
     rt.dtype = t->dtype;
-    return emit(L, OP_BROADCAST, loc, &rt, 1, &v)->result;
+    return lw_emit(L, OP_BROADCAST, loc, &rt, 1, &v)->result;
 }
 
-static int reshape_to(Lower *L, int v, int rank, const int *shape, Loc loc) {
+int lw_reshape_to(Lower *L, int v, int rank, const int *shape, Loc loc) {
     Type rt = *ir_type(L->f, v);
     rt.rank = rank;
     for (int i = 0; i < TILE_MAX_RANK; i++) rt.shape[i] = i < rank ? shape[i] : 0;
     if (type_same_shape(&rt, ir_type(L->f, v))) return v;
-    return emit(L, OP_RESHAPE, loc, &rt, 1, &v)->result;
+    return lw_emit(L, OP_RESHAPE, loc, &rt, 1, &v)->result;
 }
 
-static const char *val_desc(Lower *L, const Val *v, char *buf, size_t n) {
+const char *lw_val_desc(Lower *L, const Val *v, char *buf, size_t n) {
     switch (v->kind) {
     case V_NONE: return "nothing (the call returns no value)";
     case V_ARRAY: snprintf(buf, n, "array '%s'", L->f->params[v->id].name); return buf;
@@ -267,7 +205,7 @@ static const char *val_desc(Lower *L, const Val *v, char *buf, size_t n) {
 }
 
 /* The dtype a value has (loose constants: their default). */
-static DType val_dtype(Lower *L, const Val *v) {
+DType lw_val_dtype(Lower *L, const Val *v) {
     switch (v->kind) {
     case V_CONST: return v->loose ? sema_default_dtype(v->dt == DT_F64, v->c.i) : v->dt;
     case V_VALUE: return ir_type(L->f, v->id)->dtype;
@@ -279,20 +217,20 @@ static DType val_dtype(Lower *L, const Val *v) {
     }
 }
 
-static Type val_type(Lower *L, const Val *v) {
+Type lw_val_type(Lower *L, const Val *v) {
     if (v->kind == V_VALUE) return *ir_type(L->f, v->id);
     if (v->kind == V_LOCAL) return L->f->locals[v->id].type;
-    return type_scalar(val_dtype(L, v));
+    return type_scalar(lw_val_dtype(L, v));
 }
 
 /* Reports that `v` is not a tile or scalar; false for poison too. */
-static bool need_scalar_like(Lower *L, const Val *v, const char *what, Loc loc) {
+bool lw_need_scalar_like(Lower *L, const Val *v, const char *what, Loc loc) {
     if (is_scalar_like(v)) return true;
     if (v->kind != V_ERROR) {
         char buf[160];
         bool op = !isalpha((unsigned char)what[0]) && what[0] != '\'';
         diag_error(L->d, loc, op ? "'%s' needs a tile or scalar, got %s" : "%s needs a tile or scalar, got %s", what,
-                   val_desc(L, v, buf, sizeof buf));
+                   lw_val_desc(L, v, buf, sizeof buf));
     }
     return false;
 }
@@ -320,30 +258,30 @@ static bool loose_fits(Lower *L, const Val *v, DType dt, Loc loc) {
 
 /* Materialises a tile/scalar Val as an IR value of dtype `dt` (DT_INVALID:
  * its own dtype).  Constants convert at compile time; values get a CAST. */
-static int to_ir_as(Lower *L, const Val *v, DType dt, Loc loc) {
-    if (dt == DT_INVALID) dt = val_dtype(L, v);
+int lw_to_ir_as(Lower *L, const Val *v, DType dt, Loc loc) {
+    if (dt == DT_INVALID) dt = lw_val_dtype(L, v);
     int id;
     switch (v->kind) {
     case V_CONST:
         loose_fits(L, v, dt, loc);
-        return emit_const(L, dt, scalar_convert(v->dt, dt, v->c), loc);
+        return lw_emit_const(L, dt, scalar_convert(v->dt, dt, v->c), loc);
     case V_VALUE: id = v->id; break;
     case V_LOCAL: {
-        IrOp *op = emit(L, OP_LOCAL_GET, loc, &L->f->locals[v->id].type, 0, NULL);
+        IrOp *op = lw_emit(L, OP_LOCAL_GET, loc, &L->f->locals[v->id].type, 0, NULL);
         op->local = v->id;
         id = op->result;
         break;
     }
     case V_PARAM: {
         Type t = type_scalar(L->f->params[v->id].dtype);
-        IrOp *op = emit(L, OP_PARAM, loc, &t, 0, NULL);
+        IrOp *op = lw_emit(L, OP_PARAM, loc, &t, 0, NULL);
         op->index = v->id;
         id = op->result;
         break;
     }
     case V_DIM: case V_STRIDE: {
         Type t = type_scalar(v->kind == V_DIM ? DT_I32 : DT_I64);
-        IrOp *op = emit(L, v->kind == V_DIM ? OP_ARRAY_DIM : OP_ARRAY_STRIDE, loc, &t, 0, NULL);
+        IrOp *op = lw_emit(L, v->kind == V_DIM ? OP_ARRAY_DIM : OP_ARRAY_STRIDE, loc, &t, 0, NULL);
         op->array = v->id;
         op->axis = v->axis;
         id = op->result;
@@ -352,10 +290,10 @@ static int to_ir_as(Lower *L, const Val *v, DType dt, Loc loc) {
     default:
         return -1;
     }
-    return cast_to(L, id, dt, loc);
+    return lw_cast_to(L, id, dt, loc);
 }
 
-static int to_ir(Lower *L, const Val *v, Loc loc) { return to_ir_as(L, v, DT_INVALID, loc); }
+int lw_to_ir(Lower *L, const Val *v, Loc loc) { return lw_to_ir_as(L, v, DT_INVALID, loc); }
 
 /* ---- compile-time constants ------------------------------------------- */
 
@@ -371,16 +309,16 @@ static bool const_int_val(Lower *L, const Val *v, const char *what, Loc loc, int
     else if (is_scalar_like(v))
         diag_error(L->d, loc, "%s must be a compile-time constant", what);
     else
-        diag_error(L->d, loc, "%s must be an integer constant, got %s", what, val_desc(L, v, buf, sizeof buf));
+        diag_error(L->d, loc, "%s must be an integer constant, got %s", what, lw_val_desc(L, v, buf, sizeof buf));
     return false;
 }
 
-static bool const_int(Lower *L, Expr *e, const char *what, int64_t *out) {
+bool lw_const_int(Lower *L, Expr *e, const char *what, int64_t *out) {
     Val v = lower_expr(L, e);
     return const_int_val(L, &v, what, e->loc, out);
 }
 
-static bool const_bool(Lower *L, Expr *e, const char *what, bool *out) {
+bool lw_const_bool(Lower *L, Expr *e, const char *what, bool *out) {
     Val v = lower_expr(L, e);
     if (v.kind == V_ERROR) return false;
     if (v.kind == V_CONST && (v.dt == DT_BOOL || (v.loose && v.dt == DT_I64))) {
@@ -392,7 +330,7 @@ static bool const_bool(Lower *L, Expr *e, const char *what, bool *out) {
 }
 
 /* A tuple of integer constants (or one integer for a one-element tuple). */
-static bool const_int_list(Lower *L, Expr *e, const char *what, int64_t *out, int *n) {
+bool lw_const_int_list(Lower *L, Expr *e, const char *what, int64_t *out, int *n) {
     Val v = lower_expr(L, e);
     if (v.kind == V_ERROR) return false;
     if (v.kind != V_TUPLE) {
@@ -409,12 +347,12 @@ static bool const_int_list(Lower *L, Expr *e, const char *what, int64_t *out, in
     return true;
 }
 
-static bool get_dtype(Lower *L, Expr *e, DType *out) {
+bool lw_get_dtype(Lower *L, Expr *e, DType *out) {
     Val v = lower_expr(L, e);
     if (v.kind == V_ERROR) return false;
     if (v.kind != V_DTYPE) {
         char buf[160];
-        diag_error(L->d, e->loc, "expected a dtype (f32, i32, ...), got %s", val_desc(L, &v, buf, sizeof buf));
+        diag_error(L->d, e->loc, "expected a dtype (f32, i32, ...), got %s", lw_val_desc(L, &v, buf, sizeof buf));
         return false;
     }
     *out = v.dt;
@@ -424,9 +362,9 @@ static bool get_dtype(Lower *L, Expr *e, DType *out) {
 /* ---- element-wise operations ------------------------------------------ */
 
 /* The dtypes two operands take, resolving loose literals against each other. */
-static void resolve_pair(Lower *L, const Val *a, const Val *b, DType *da, DType *db) {
-    *da = val_dtype(L, a);
-    *db = val_dtype(L, b);
+void lw_resolve_pair(Lower *L, const Val *a, const Val *b, DType *da, DType *db) {
+    *da = lw_val_dtype(L, a);
+    *db = lw_val_dtype(L, b);
     if (is_loose(a) && is_loose(b)) { *da = a->dt; *db = b->dt; }
     else if (is_loose(a)) *da = sema_loose_dtype(*db, a->dt == DT_F64);
     else if (is_loose(b)) *db = sema_loose_dtype(*da, b->dt == DT_F64);
@@ -445,27 +383,27 @@ static Val fold_binary(Lower *L, OpId op, DType operand, DType result, const Val
     return vconst(result, r, loose && result != DT_BOOL);
 }
 
-static Val binary(Lower *L, OpId op, const char *name, Val a, Val b, Loc loc) {
-    if (!need_scalar_like(L, &a, name, loc) || !need_scalar_like(L, &b, name, loc)) return poison;
+Val lw_binary(Lower *L, OpId op, const char *name, Val a, Val b, Loc loc) {
+    if (!lw_need_scalar_like(L, &a, name, loc) || !lw_need_scalar_like(L, &b, name, loc)) return poison;
     DType da, db, operand, result;
-    resolve_pair(L, &a, &b, &da, &db);
+    lw_resolve_pair(L, &a, &b, &da, &db);
     if (!sema_binary(L->d, loc, op, name, da, db, &operand, &result)) return poison;
     if (a.kind == V_CONST && b.kind == V_CONST)
         return fold_binary(L, op, operand, result, &a, &b, is_loose(&a) && is_loose(&b), loc);
-    Type ta = val_type(L, &a), tb = val_type(L, &b), shape;
+    Type ta = lw_val_type(L, &a), tb = lw_val_type(L, &b), shape;
     ta.dtype = da;
     tb.dtype = db;
     if (!sema_check_broadcast(L->d, loc, &ta, &tb, &shape)) return poison;
-    int ia = broadcast_to(L, to_ir_as(L, &a, operand, loc), &shape, loc);
-    int ib = broadcast_to(L, to_ir_as(L, &b, operand, loc), &shape, loc);
+    int ia = lw_broadcast_to(L, lw_to_ir_as(L, &a, operand, loc), &shape, loc);
+    int ib = lw_broadcast_to(L, lw_to_ir_as(L, &b, operand, loc), &shape, loc);
     Type rt = shape;
     rt.dtype = result;
     int args[2] = {ia, ib};
-    return vvalue(emit(L, op, loc, &rt, 2, args)->result);
+    return vvalue(lw_emit(L, op, loc, &rt, 2, args)->result);
 }
 
-static Val unary(Lower *L, OpId op, const char *name, Val a, Loc loc) {
-    if (!need_scalar_like(L, &a, name, loc)) return poison;
+Val lw_unary(Lower *L, OpId op, const char *name, Val a, Loc loc) {
+    if (!lw_need_scalar_like(L, &a, name, loc)) return poison;
     DType operand, result;
     if (is_loose(&a)) {
         /* fold in the loose domain (i64 / f64); float functions of an
@@ -478,67 +416,21 @@ static Val unary(Lower *L, OpId op, const char *name, Val a, Loc loc) {
         if (!sema_unary(L->d, loc, op, name, in, &operand, &result)) return poison;
         return vconst(result, scalar_unary(op, operand, a.c), result != DT_BOOL);
     }
-    if (!sema_unary(L->d, loc, op, name, val_dtype(L, &a), &operand, &result)) return poison;
+    if (!sema_unary(L->d, loc, op, name, lw_val_dtype(L, &a), &operand, &result)) return poison;
     if (a.kind == V_CONST)
         return vconst(result, scalar_unary(op, operand, scalar_convert(a.dt, operand, a.c)), false);
-    int x = to_ir_as(L, &a, operand, loc);
+    int x = lw_to_ir_as(L, &a, operand, loc);
     Type rt = *ir_type(L->f, x);
     rt.dtype = result;
-    return vvalue(emit(L, op, loc, &rt, 1, &x)->result);
+    return vvalue(lw_emit(L, op, loc, &rt, 1, &x)->result);
 }
 
-static Val astype(Lower *L, Val x, DType dt, Loc loc) {
-    if (!need_scalar_like(L, &x, "astype", loc)) return poison;
-    if (x.kind == V_CONST) return vconst(dt, scalar_convert(x.dt, dt, x.c), false);
-    return vvalue(to_ir_as(L, &x, dt, loc));
-}
-
-static Val where_op(Lower *L, Val c, Val a, Val b, Loc loc) {
-    if (!need_scalar_like(L, &c, "where", loc) || !need_scalar_like(L, &a, "where", loc) ||
-        !need_scalar_like(L, &b, "where", loc))
-        return poison;
-    if (val_dtype(L, &c) != DT_BOOL || is_loose(&c)) {
-        diag_error(L->d, loc, "where() condition must be bool, got %s", dtype_name(val_dtype(L, &c)));
-        return poison;
-    }
-    DType da, db, dt;
-    resolve_pair(L, &a, &b, &da, &db);
-    if (!sema_check_promote(L->d, loc, "where()", da, db, &dt)) return poison;
-    if (c.kind == V_CONST && a.kind == V_CONST && b.kind == V_CONST) {
-        const Val *pick = c.c.i ? &a : &b;
-        bool loose = is_loose(&a) && is_loose(&b);
-        return vconst(dt, scalar_convert(pick->dt, dt, pick->c), loose);
-    }
-    if (is_loose(&a) && is_loose(&b)) dt = sema_default_dtype(dt == DT_F64, 0);
-    Type tc = val_type(L, &c), ta = val_type(L, &a), tb = val_type(L, &b), s1, shape;
-    ta.dtype = da;
-    tb.dtype = db;
-    if (!sema_check_broadcast(L->d, loc, &ta, &tb, &s1)) return poison;
-    s1.dtype = dt;
-    if (!sema_check_broadcast(L->d, loc, &tc, &s1, &shape)) return poison;
-    int args[3];
-    args[0] = broadcast_to(L, to_ir(L, &c, loc), &shape, loc);
-    args[1] = broadcast_to(L, to_ir_as(L, &a, dt, loc), &shape, loc);
-    args[2] = broadcast_to(L, to_ir_as(L, &b, dt, loc), &shape, loc);
-    Type rt = shape;
-    rt.dtype = dt;
-    return vvalue(emit(L, OP_WHERE, loc, &rt, 3, args)->result);
-}
-
-/* ---- builtin calls ---------------------------------------------------- */
-
-/* The arguments of one call, bound to parameter slots by position and name. */
-#define MAX_ARGS 8
-typedef struct Args {
-    const char *callee;
-    Loc loc;
-    Expr *slot[MAX_ARGS];
-} Args;
+/* ---- call arguments --------------------------------------------------- */
 
 /* Binds `recv` (method receiver, or NULL) and `args` to the named params;
  * the first `nrequired` must be given.  Reports Python-style errors. */
-static bool bind_args(Lower *L, const char *callee, Loc loc, Expr *recv, Expr *args,
-                      const char *const *params, int nparams, int nrequired, Args *out) {
+bool lw_bind_args(Lower *L, const char *callee, Loc loc, Expr *recv, Expr *args,
+                  const char *const *params, int nparams, int nrequired, Args *out) {
     memset(out, 0, sizeof *out);
     out->callee = callee;
     out->loc = loc;
@@ -575,654 +467,6 @@ static bool bind_args(Lower *L, const char *callee, Loc loc, Expr *recv, Expr *a
     return ok;
 }
 
-static bool get_array(Lower *L, Expr *e, const char *callee, int *out) {
-    Val v = lower_expr(L, e);
-    if (v.kind == V_ERROR) return false;
-    if (v.kind != V_ARRAY) {
-        char buf[160];
-        diag_error(L->d, e->loc, "%s() needs an array parameter, got %s", callee, val_desc(L, &v, buf, sizeof buf));
-        return false;
-    }
-    *out = v.id;
-    return true;
-}
-
-/* A scalar or tile IR value from an argument (NULL-safe: -1 on error). */
-static bool get_tile(Lower *L, Expr *e, const char *callee, Val *out) {
-    *out = lower_expr(L, e);
-    return need_scalar_like(L, out, callee, e->loc);
-}
-
-/* Element-wise named ops of ops.def (exp, maximum, ...). */
-static OpId find_elementwise(const char *name, int *nin) {
-    for (int i = 0; i < OP_COUNT; i++) {
-        const OpInfo *info = &ir_op_info[i];
-        if (!info->builtin[0] || strcmp(info->builtin, name) != 0) continue;
-        switch (info->rule) {
-        case RULE_UNARY_NUM: case RULE_UNARY_BOOL: case RULE_UNARY_INT: case RULE_UNARY_FLOAT: case RULE_ISNAN:
-            *nin = 1;
-            return (OpId)i;
-        case RULE_ARITH: case RULE_INT_ARITH:
-            *nin = 2;
-            return (OpId)i;
-        default:
-            break;
-        }
-    }
-    return OP_COUNT;
-}
-
-/* sum/max/min/prod/argmax/argmin(x, axis, keepdims) */
-static Val reduce_op(Lower *L, OpId op, Args *A) {
-    Val x;
-    bool keep = false;
-    if (!get_tile(L, A->slot[0], A->callee, &x)) return poison;
-    if (A->slot[2] && !const_bool(L, A->slot[2], "keepdims", &keep)) return poison;
-    DType operand, result;
-    if (!sema_reduce(L->d, A->loc, op, val_dtype(L, &x), &operand, &result)) return poison;
-    int v = to_ir_as(L, &x, operand, A->loc);
-    Type t = *ir_type(L->f, v);
-    int axis = 0, rank = t.rank;
-    if (A->slot[1]) {
-        int64_t ax;
-        if (!const_int(L, A->slot[1], "axis", &ax)) return poison;
-        if (!sema_check_axis(L->d, A->slot[1]->loc, A->callee, ax, rank, &axis)) return poison;
-    } else if (rank == 0) {
-        /* a scalar is its own reduction; its argmax is 0 */
-        Scalar zero;
-        zero.i = 0;
-        return (op == OP_ARGMAX || op == OP_ARGMIN) ? vconst(DT_I32, zero, false) : vvalue(v);
-    } else if (rank > 1) {
-        int flat = (int)type_numel(&t);
-        v = reshape_to(L, v, 1, &flat, A->loc);
-    }
-    const Type *in = ir_type(L->f, v);
-    Type rt = type_scalar(result);
-    for (int i = 0, k = 0; i < in->rank; i++)
-        if (i != axis) rt.shape[k++] = in->shape[i];
-    rt.rank = in->rank - 1;
-    IrOp *o = emit(L, op, A->loc, &rt, 1, &v);
-    o->axis = axis;
-    int r = o->result;
-    if (keep) {
-        int shape[TILE_MAX_RANK];
-        for (int i = 0; i < rank; i++) shape[i] = A->slot[1] ? (i == axis ? 1 : t.shape[i]) : 1;
-        r = reshape_to(L, r, rank, shape, A->loc);
-    }
-    return vvalue(r);
-}
-
-/* cumsum/cumprod(x, axis, reverse) */
-static Val scan_op(Lower *L, OpId op, Args *A) {
-    Val x;
-    int64_t ax;
-    bool reverse = false;
-    if (!get_tile(L, A->slot[0], A->callee, &x)) return poison;
-    if (!const_int(L, A->slot[1], "axis", &ax)) return poison;
-    if (A->slot[2] && !const_bool(L, A->slot[2], "reverse", &reverse)) return poison;
-    DType operand, result;
-    if (!sema_reduce(L->d, A->loc, op, val_dtype(L, &x), &operand, &result)) return poison;
-    int v = to_ir_as(L, &x, operand, A->loc), axis;
-    if (!sema_check_axis(L->d, A->slot[1]->loc, A->callee, ax, ir_type(L->f, v)->rank, &axis)) return poison;
-    IrOp *o = emit(L, op, A->loc, ir_type(L->f, v), 1, &v);
-    o->axis = axis;
-    o->flag = reverse;
-    return vvalue(o->result);
-}
-
-static bool get_matrix(Lower *L, Expr *e, const char *callee, int *out) {
-    Val v;
-    if (!get_tile(L, e, callee, &v)) return false;
-    *out = to_ir(L, &v, e->loc);
-    return true;
-}
-
-static Val mma_op(Lower *L, Args *A) {
-    int a, b, acc;
-    if (!get_matrix(L, A->slot[0], "mma", &a) || !get_matrix(L, A->slot[1], "mma", &b) ||
-        !get_matrix(L, A->slot[2], "mma", &acc))
-        return poison;
-    if (!sema_mma(L->d, A->loc, ir_type(L->f, a), ir_type(L->f, b), ir_type(L->f, acc))) return poison;
-    int args[3] = {a, b, acc};
-    return vvalue(emit(L, OP_MMA, A->loc, ir_type(L->f, acc), 3, args)->result);
-}
-
-/* a @ b = mma(a, b, zeros) with the accumulator dtype of the operands. */
-static Val matmul(Lower *L, Val va, Val vb, Loc loc) {
-    if (!need_scalar_like(L, &va, "'@'", loc) || !need_scalar_like(L, &vb, "'@'", loc)) return poison;
-    int a = to_ir(L, &va, loc), b = to_ir(L, &vb, loc);
-    DType operand;
-    Type rt;
-    if (!sema_matmul(L->d, loc, ir_type(L->f, a), ir_type(L->f, b), &operand, &rt)) return poison;
-    Scalar zero;
-    zero.u = 0;
-    int z = broadcast_to(L, emit_const(L, rt.dtype, zero, loc), &rt, loc);
-    int args[3] = {cast_to(L, a, operand, loc), cast_to(L, b, operand, loc), z};
-    return vvalue(emit(L, OP_MMA, loc, &rt, 3, args)->result);
-}
-
-/* zeros/ones/full(shape, [value,] dtype) */
-static Val fill_op(Lower *L, Args *A, Expr *shape_e, Val value, Expr *dtype_e) {
-    int64_t shape[TILE_MAX_RANK];
-    int n = 0;
-    DType dt;
-    if (!const_int_list(L, shape_e, "shape", shape, &n) || !get_dtype(L, dtype_e, &dt)) return poison;
-    if (!sema_check_tile_shape(L->d, shape_e->loc, n, shape)) return poison;
-    if (!need_scalar_like(L, &value, A->callee, A->loc)) return poison;
-    Type vt = val_type(L, &value);
-    if (vt.rank != 0) {
-        char buf[200];
-        diag_error(L->d, A->loc, "%s() value must be a scalar, got %s", A->callee, type_str(&vt, buf, sizeof buf));
-        return poison;
-    }
-    if (n == 0) return astype(L, value, dt, A->loc);
-    Type rt = mk_type(dt, n, shape);
-    return vvalue(broadcast_to(L, to_ir_as(L, &value, dt, A->loc), &rt, A->loc));
-}
-
-static Val arange_op(Lower *L, Args *A) {
-    int64_t n;
-    DType dt = DT_I32;
-    if (!const_int(L, A->slot[0], "arange() length", &n)) return poison;
-    if (A->slot[1] && !get_dtype(L, A->slot[1], &dt)) return poison;
-    if (!sema_check_tile_shape(L->d, A->slot[0]->loc, 1, &n)) return poison;
-    if (!(dtype_is_int(dt) || (dtype_is_float(dt) && dt != DT_TF32))) {
-        diag_error(L->d, A->loc, "arange() dtype must be an integer or float type, got %s", dtype_name(dt));
-        return poison;
-    }
-    Type rt = mk_type(dt, 1, &n);
-    return vvalue(emit(L, OP_ARANGE, A->loc, &rt, 0, NULL)->result);
-}
-
-/* reshape / permute / transpose / expand_dims / broadcast_to / extract / item */
-static Val shape_op(Lower *L, const char *name, Args *A) {
-    Val x;
-    if (!get_tile(L, A->slot[0], name, &x)) return poison;
-    int v = to_ir(L, &x, A->loc);
-    Type in = *ir_type(L->f, v), rt;
-    int64_t list[TILE_MAX_RANK], list2[TILE_MAX_RANK];
-    int n = 0, n2 = 0;
-    if (strcmp(name, "reshape") == 0 || strcmp(name, "item") == 0) {
-        bool item = name[0] == 'i';
-        if (!item && !const_int_list(L, A->slot[1], "shape", list, &n)) return poison;
-        if (item && type_numel(&in) != 1) {
-            char buf[200];
-            diag_error(L->d, A->loc, "item() needs a one-element tile, got %s", type_str(&in, buf, sizeof buf));
-            return poison;
-        }
-        if (!sema_reshape(L->d, A->loc, &in, n, list, &rt)) return poison;
-        return vvalue(reshape_to(L, v, rt.rank, rt.shape, A->loc));
-    }
-    if (strcmp(name, "permute") == 0 || strcmp(name, "transpose") == 0) {
-        int perm[TILE_MAX_RANK];
-        if (name[0] == 'p') {
-            if (!const_int_list(L, A->slot[1], "axes", list, &n)) return poison;
-            if (!sema_check_permutation(L->d, A->loc, name, n, list, in.rank, perm)) return poison;
-        } else {
-            if (in.rank < 2) {
-                char buf[200];
-                diag_error(L->d, A->loc, "transpose() needs a tile of rank 2 or more, got %s",
-                           type_str(&in, buf, sizeof buf));
-                return poison;
-            }
-            n = in.rank;
-            for (int i = 0; i < n; i++) perm[i] = i;
-            perm[n - 1] = n - 2;
-            perm[n - 2] = n - 1;
-        }
-        bool identity = true;
-        rt = in;
-        for (int i = 0; i < n; i++) {
-            rt.shape[i] = in.shape[perm[i]];
-            if (perm[i] != i) identity = false;
-        }
-        if (identity) return vvalue(v);
-        IrOp *o = emit(L, OP_PERMUTE, A->loc, &rt, 1, &v);
-        o->nints = n;
-        memcpy(o->ints, perm, sizeof(int) * (size_t)n);
-        return vvalue(o->result);
-    }
-    if (strcmp(name, "expand_dims") == 0) {
-        int64_t ax;
-        int axis;
-        if (!const_int(L, A->slot[1], "axis", &ax)) return poison;
-        if (!sema_check_axis(L->d, A->slot[1]->loc, name, ax, in.rank + 1, &axis)) return poison;
-        if (in.rank + 1 > TILE_MAX_RANK) {
-            diag_error(L->d, A->loc, "expand_dims(): rank would exceed %d", TILE_MAX_RANK);
-            return poison;
-        }
-        int shape[TILE_MAX_RANK];
-        for (int i = 0, k = 0; i <= in.rank; i++) shape[i] = i == axis ? 1 : in.shape[k++];
-        return vvalue(reshape_to(L, v, in.rank + 1, shape, A->loc));
-    }
-    if (strcmp(name, "broadcast_to") == 0) {
-        if (!const_int_list(L, A->slot[1], "shape", list, &n)) return poison;
-        if (!sema_broadcast_to(L->d, A->loc, &in, n, list, &rt)) return poison;
-        return vvalue(broadcast_to(L, v, &rt, A->loc));
-    }
-    /* extract */
-    if (!const_int_list(L, A->slot[1], "index", list, &n) || !const_int_list(L, A->slot[2], "shape", list2, &n2))
-        return poison;
-    if (!sema_extract(L->d, A->loc, &in, n, list, n2, list2, &rt)) return poison;
-    if (type_same_shape(&rt, &in)) return vvalue(v);
-    IrOp *o = emit(L, OP_EXTRACT, A->loc, &rt, 1, &v);
-    o->nints = n;
-    for (int i = 0; i < n; i++) o->ints[i] = (int)list[i];
-    return vvalue(o->result);
-}
-
-static Val cat_op(Lower *L, Args *A) {
-    Val t = lower_expr(L, A->slot[0]);
-    int64_t ax;
-    if (t.kind == V_ERROR) return poison;
-    if (t.kind != V_TUPLE || t.n < 2) {
-        diag_error(L->d, A->slot[0]->loc, "cat() takes a tuple of two or more tiles: cat((a, b), axis)");
-        return poison;
-    }
-    if (!const_int(L, A->slot[1], "axis", &ax)) return poison;
-    if (!need_scalar_like(L, &t.elems[0], "cat", A->loc)) return poison;
-    int acc = to_ir(L, &t.elems[0], A->loc);
-    for (int i = 1; i < t.n; i++) {
-        if (!need_scalar_like(L, &t.elems[i], "cat", A->loc)) return poison;
-        int b = to_ir(L, &t.elems[i], A->loc), axis;
-        Type rt;
-        if (!sema_cat(L->d, A->loc, ir_type(L->f, acc), ir_type(L->f, b), ax, &rt, &axis)) return poison;
-        int args[2] = {acc, b};
-        IrOp *o = emit(L, OP_CAT, A->loc, &rt, 2, args);
-        o->axis = axis;
-        acc = o->result;
-    }
-    return vvalue(acc);
-}
-
-/* ---- memory operations ------------------------------------------------ */
-
-/* An index operand (tile units for load/store, elements for gather): an
- * integer scalar or tile, converted to i32 (i64 when it is 64-bit). */
-static int index_operand(Lower *L, const Val *v, const char *callee, Loc loc, bool tiles_ok) {
-    if (!need_scalar_like(L, v, callee, loc)) return -1;
-    DType dt = val_dtype(L, v);
-    Type t = val_type(L, v);
-    if (!dtype_is_int(dt) || (!tiles_ok && t.rank != 0)) {
-        char buf[200];
-        t.dtype = dt;
-        diag_error(L->d, loc, "%s() index must be an integer %s, got %s", callee, tiles_ok ? "scalar or tile" : "scalar",
-                   type_str(&t, buf, sizeof buf));
-        return -1;
-    }
-    bool wide = !is_loose(v) && (dt == DT_I64 || dt == DT_U64 || dt == DT_U32);
-    return to_ir_as(L, v, wide ? DT_I64 : DT_I32, loc);
-}
-
-/* The index tuple of a memory op: one entry per array axis. */
-static bool index_tuple(Lower *L, Expr *e, int array, const char *callee, bool tiles_ok, int *out) {
-    Val v = lower_expr(L, e);
-    if (v.kind == V_ERROR) return false;
-    const IrParam *p = &L->f->params[array];
-    Val *elems = v.kind == V_TUPLE ? v.elems : &v;
-    int n = v.kind == V_TUPLE ? v.n : 1;
-    if (n != p->rank) {
-        diag_error(L->d, e->loc, "%s() on '%s' (rank %d) needs %d indices, got %d", callee, p->name, p->rank,
-                   p->rank, n);
-        return false;
-    }
-    for (int i = 0; i < n; i++)
-        if ((out[i] = index_operand(L, &elems[i], callee, e->loc, tiles_ok)) < 0) return false;
-    return true;
-}
-
-static bool get_padding(Lower *L, Expr *e, DType dt, int *out) {
-    *out = PAD_ZERO;
-    if (!e) return true;
-    const char *s = e->kind == EX_NAME ? e->name : e->kind == EX_STRING ? e->sval : NULL;
-    static const char *const names[] = {"zero", "nan", "pos_inf", "neg_inf"};
-    for (int i = 0; s && i < 4; i++)
-        if (strcmp(s, names[i]) == 0) {
-            if (i > 0 && !dtype_is_float(dt)) {
-                diag_error(L->d, e->loc, "padding=%s needs a float array, this one is %s", s, dtype_name(dt));
-                return false;
-            }
-            *out = i;
-            return true;
-        }
-    diag_error(L->d, e->loc, "padding must be one of zero, nan, pos_inf, neg_inf");
-    return false;
-}
-
-static bool get_order_latency(Lower *L, Args *A, int order_slot, int rank, IrOp *o) {
-    if (A->slot[order_slot]) {
-        int64_t list[TILE_MAX_RANK];
-        int n;
-        if (!const_int_list(L, A->slot[order_slot], "order", list, &n)) return false;
-        if (!sema_check_permutation(L->d, A->slot[order_slot]->loc, "order", n, list, rank, o->ints)) return false;
-        o->nints = n;
-    }
-    if (A->slot[order_slot + 1]) {
-        int64_t lat;
-        if (!const_int(L, A->slot[order_slot + 1], "latency", &lat)) return false;
-        if (lat < 1 || lat > 10) {
-            diag_error(L->d, A->slot[order_slot + 1]->loc, "latency must be between 1 and 10, got %lld", (long long)lat);
-            return false;
-        }
-        o->latency = (int)lat;
-    }
-    return true;
-}
-
-/* load(arr, index, shape, padding, order, latency) */
-static Val load_op(Lower *L, Args *A) {
-    int arr, idx[TILE_MAX_RANK], pad, n;
-    int64_t shape[TILE_MAX_RANK];
-    if (!get_array(L, A->slot[0], "load", &arr)) return poison;
-    const IrParam *p = &L->f->params[arr];
-    if (!index_tuple(L, A->slot[1], arr, "load", false, idx)) return poison;
-    if (!const_int_list(L, A->slot[2], "shape", shape, &n)) return poison;
-    if (n != p->rank) {
-        diag_error(L->d, A->slot[2]->loc, "load() from '%s' (rank %d) needs a shape of %d extents, got %d", p->name,
-                   p->rank, p->rank, n);
-        return poison;
-    }
-    if (!sema_check_tile_shape(L->d, A->slot[2]->loc, n, shape)) return poison;
-    if (!get_padding(L, A->slot[3], p->dtype, &pad)) return poison;
-    Type rt = mk_type(p->dtype, n, shape);
-    IrOp tmp;
-    memset(&tmp, 0, sizeof tmp);
-    if (!get_order_latency(L, A, 4, p->rank, &tmp)) return poison;
-    IrOp *o = emit(L, OP_LOAD, A->loc, &rt, n, idx);
-    o->array = arr;
-    o->flag = pad;
-    o->nints = tmp.nints;
-    memcpy(o->ints, tmp.ints, sizeof o->ints);
-    o->latency = tmp.latency;
-    return vvalue(o->result);
-}
-
-/* store(arr, index, tile, order, latency) */
-static Val store_op(Lower *L, Args *A) {
-    int arr, args[TILE_MAX_RANK + 1];
-    Val t;
-    if (!get_array(L, A->slot[0], "store", &arr)) return poison;
-    IrParam *p = &L->f->params[arr];
-    if (!index_tuple(L, A->slot[1], arr, "store", false, args)) return poison;
-    if (!get_tile(L, A->slot[2], "store", &t)) return poison;
-    Type tt = val_type(L, &t);
-    char buf[200];
-    if (is_loose(&t)) tt.dtype = p->dtype;
-    if (tt.rank != p->rank) {
-        diag_error(L->d, A->slot[2]->loc, "store of %s into '%s' (rank %d): the tile must have the array's rank (use reshape)",
-                   type_str(&tt, buf, sizeof buf), p->name, p->rank);
-        return poison;
-    }
-    if (tt.dtype != p->dtype) {
-        diag_error(L->d, A->slot[2]->loc, "store of %s into %s array '%s': use astype", type_str(&tt, buf, sizeof buf),
-                   dtype_name(p->dtype), p->name);
-        return poison;
-    }
-    IrOp tmp;
-    memset(&tmp, 0, sizeof tmp);
-    if (!get_order_latency(L, A, 3, p->rank, &tmp)) return poison;
-    args[p->rank] = to_ir_as(L, &t, p->dtype, A->loc);
-    IrOp *o = emit(L, OP_STORE, A->loc, NULL, p->rank + 1, args);
-    o->array = arr;
-    o->nints = tmp.nints;
-    memcpy(o->ints, tmp.ints, sizeof o->ints);
-    o->latency = tmp.latency;
-    p->written = true;
-    return vkind(V_NONE, 0);
-}
-
-/* gather(arr, indices, padding) and scatter/atomic_*(arr, indices, value):
- * indices (and the value) broadcast together. */
-static Val gather_scatter_op(Lower *L, OpId op, Args *A) {
-    const char *name = A->callee;
-    int arr, idx[TILE_MAX_RANK + 1];
-    if (!get_array(L, A->slot[0], name, &arr)) return poison;
-    IrParam *p = &L->f->params[arr];
-    if (!index_tuple(L, A->slot[1], arr, name, true, idx)) return poison;
-    int n = p->rank;
-    bool wide = false;
-    Type shape = type_scalar(DT_I32);
-    for (int i = 0; i < n; i++) {
-        if (ir_type(L->f, idx[i])->dtype == DT_I64) wide = true;
-        if (!sema_check_broadcast(L->d, A->slot[1]->loc, &shape, ir_type(L->f, idx[i]), &shape)) return poison;
-    }
-    int pad = PAD_ZERO, nargs = n;
-    if (op == OP_GATHER) {
-        if (!get_padding(L, A->slot[2], p->dtype, &pad)) return poison;
-    } else {
-        Val v;
-        if (!get_tile(L, A->slot[2], name, &v)) return poison;
-        Type vt = val_type(L, &v);
-        char buf[200];
-        if (!is_loose(&v) && vt.dtype != p->dtype) {
-            diag_error(L->d, A->slot[2]->loc, "%s of %s into %s array '%s': use astype", name,
-                       type_str(&vt, buf, sizeof buf), dtype_name(p->dtype), p->name);
-            return poison;
-        }
-        if (op != OP_SCATTER && p->dtype == DT_BOOL) {
-            diag_error(L->d, A->loc, "%s() on bool array '%s' is not supported", name, p->name);
-            return poison;
-        }
-        vt.dtype = p->dtype;
-        if (!sema_check_broadcast(L->d, A->slot[2]->loc, &shape, &vt, &shape)) return poison;
-        idx[n] = to_ir_as(L, &v, p->dtype, A->loc);
-        nargs = n + 1;
-        p->written = true;
-    }
-    int64_t ext[TILE_MAX_RANK];
-    for (int i = 0; i < shape.rank; i++) ext[i] = shape.shape[i];
-    if (!sema_check_tile_shape(L->d, A->loc, shape.rank, ext)) return poison;
-    for (int i = 0; i < nargs; i++) {
-        if (i < n) idx[i] = cast_to(L, idx[i], wide ? DT_I64 : DT_I32, A->loc);
-        idx[i] = broadcast_to(L, idx[i], &shape, A->loc);
-    }
-    Type rt = shape;
-    rt.dtype = p->dtype;
-    IrOp *o = emit(L, op, A->loc, op == OP_GATHER ? &rt : NULL, nargs, idx);
-    o->array = arr;
-    o->flag = pad;
-    return op == OP_GATHER ? vvalue(o->result) : vkind(V_NONE, 0);
-}
-
-/* num_tiles(arr, axis, shape) = cdiv(extent, shape[axis]) */
-static Val num_tiles_op(Lower *L, Args *A) {
-    int arr, n, axis;
-    int64_t ax, shape[TILE_MAX_RANK];
-    if (!get_array(L, A->slot[0], "num_tiles", &arr)) return poison;
-    const IrParam *p = &L->f->params[arr];
-    if (!const_int(L, A->slot[1], "axis", &ax)) return poison;
-    if (!sema_check_axis(L->d, A->slot[1]->loc, "num_tiles", ax, p->rank, &axis)) return poison;
-    if (!const_int_list(L, A->slot[2], "shape", shape, &n)) return poison;
-    if (n != p->rank) {
-        diag_error(L->d, A->slot[2]->loc, "num_tiles() on '%s' (rank %d) needs a shape of %d extents, got %d", p->name,
-                   p->rank, p->rank, n);
-        return poison;
-    }
-    if (!sema_check_tile_shape(L->d, A->slot[2]->loc, n, shape)) return poison;
-    Val dim = vkind(V_DIM, arr);
-    dim.axis = axis;
-    return binary(L, OP_CDIV, "cdiv", dim, vloose_int(shape[axis]), A->loc);
-}
-
-static Val print_op(Lower *L, Expr *call, Expr *recv) {
-    Expr *first = recv ? recv : call->args;
-    if (!first || first->kind != EX_STRING) {
-        diag_error(L->d, call->loc, "print() needs a format string first: print(\"x = {}\", x)");
-        return poison;
-    }
-    int holes = 0;
-    for (const char *s = first->sval; (s = strstr(s, "{}")); s += 2) holes++;
-    int args[64], n = 0;
-    bool ok = true;
-    for (Expr *e = recv ? call->args : first->next; e; e = e->next) {
-        if (e->kind == EX_KWARG) {
-            diag_error(L->d, e->loc, "print() got an unexpected keyword argument '%s'", e->name);
-            return poison;
-        }
-        if (n == 64) {
-            diag_error(L->d, e->loc, "print() takes at most 64 values");
-            return poison;
-        }
-        Val v = lower_expr(L, e);
-        if (!need_scalar_like(L, &v, "print", e->loc)) { ok = false; continue; }
-        args[n++] = to_ir(L, &v, e->loc);
-    }
-    if (!ok) return poison;
-    if (n != holes) {
-        diag_error(L->d, call->loc, "print() format has %d '{}' but %d value%s given", holes, n, n == 1 ? " is" : "s are");
-        return poison;
-    }
-    IrOp *o = emit(L, OP_PRINT, call->loc, NULL, n, args);
-    o->str = first->sval;
-    return vkind(V_NONE, 0);
-}
-
-/* The builtin functions and their parameters (keyword names). */
-typedef enum BuiltinKind {
-    B_GRID, B_UNARY, B_BINARY, B_WHERE, B_ASTYPE, B_REDUCE, B_SCAN, B_MMA, B_MATMUL,
-    B_SHAPE, B_CAT, B_ZEROS, B_ONES, B_FULL, B_ARANGE, B_LOAD, B_STORE, B_GATHER, B_SCATTER, B_NUM_TILES,
-} BuiltinKind;
-
-typedef struct Builtin {
-    const char *name;
-    BuiltinKind kind;
-    OpId op;
-    int nrequired;
-    const char *params[6];
-} Builtin;
-
-static const Builtin builtins[] = {
-    {"bid", B_GRID, OP_BID, 1, {"axis"}},
-    {"num_blocks", B_GRID, OP_NUM_BLOCKS, 1, {"axis"}},
-    {"where", B_WHERE, OP_WHERE, 3, {"cond", "x", "y"}},
-    {"astype", B_ASTYPE, OP_CAST, 2, {"x", "dtype"}},
-    {"sum", B_REDUCE, OP_REDUCE_SUM, 1, {"x", "axis", "keepdims"}},
-    {"max", B_REDUCE, OP_REDUCE_MAX, 1, {"x", "axis", "keepdims"}},
-    {"min", B_REDUCE, OP_REDUCE_MIN, 1, {"x", "axis", "keepdims"}},
-    {"prod", B_REDUCE, OP_REDUCE_PROD, 1, {"x", "axis", "keepdims"}},
-    {"argmax", B_REDUCE, OP_ARGMAX, 1, {"x", "axis", "keepdims"}},
-    {"argmin", B_REDUCE, OP_ARGMIN, 1, {"x", "axis", "keepdims"}},
-    {"cumsum", B_SCAN, OP_CUMSUM, 2, {"x", "axis", "reverse"}},
-    {"cumprod", B_SCAN, OP_CUMPROD, 2, {"x", "axis", "reverse"}},
-    {"mma", B_MMA, OP_MMA, 3, {"a", "b", "acc"}},
-    {"matmul", B_MATMUL, OP_MMA, 2, {"a", "b"}},
-    {"reshape", B_SHAPE, OP_RESHAPE, 2, {"x", "shape"}},
-    {"permute", B_SHAPE, OP_PERMUTE, 2, {"x", "axes"}},
-    {"transpose", B_SHAPE, OP_PERMUTE, 1, {"x"}},
-    {"expand_dims", B_SHAPE, OP_RESHAPE, 2, {"x", "axis"}},
-    {"broadcast_to", B_SHAPE, OP_BROADCAST, 2, {"x", "shape"}},
-    {"extract", B_SHAPE, OP_EXTRACT, 3, {"x", "index", "shape"}},
-    {"item", B_SHAPE, OP_RESHAPE, 1, {"x"}},
-    {"cat", B_CAT, OP_CAT, 2, {"tiles", "axis"}},
-    {"zeros", B_ZEROS, OP_BROADCAST, 2, {"shape", "dtype"}},
-    {"ones", B_ONES, OP_BROADCAST, 2, {"shape", "dtype"}},
-    {"full", B_FULL, OP_BROADCAST, 3, {"shape", "value", "dtype"}},
-    {"arange", B_ARANGE, OP_ARANGE, 1, {"n", "dtype"}},
-    {"load", B_LOAD, OP_LOAD, 3, {"array", "index", "shape", "padding", "order", "latency"}},
-    {"store", B_STORE, OP_STORE, 3, {"array", "index", "tile", "order", "latency"}},
-    {"gather", B_GATHER, OP_GATHER, 2, {"array", "indices", "padding"}},
-    {"scatter", B_SCATTER, OP_SCATTER, 3, {"array", "indices", "value"}},
-    {"atomic_add", B_SCATTER, OP_ATOMIC_ADD, 3, {"array", "indices", "value"}},
-    {"atomic_max", B_SCATTER, OP_ATOMIC_MAX, 3, {"array", "indices", "value"}},
-    {"atomic_min", B_SCATTER, OP_ATOMIC_MIN, 3, {"array", "indices", "value"}},
-    {"num_tiles", B_NUM_TILES, OP_CDIV, 3, {"array", "axis", "shape"}},
-};
-
-static int count_params(const Builtin *b) {
-    int n = 0;
-    while (n < 6 && b->params[n]) n++;
-    return n;
-}
-
-/* Calls builtin `name`; false if there is no builtin of that name. */
-static bool call_builtin(Lower *L, const char *name, Expr *call, Expr *recv, Val *out) {
-    Loc loc = call->loc;
-    if (strcmp(name, "print") == 0) {
-        *out = print_op(L, call, recv);
-        return true;
-    }
-    static const char *const unary_params[] = {"x"}, *const binary_params[] = {"a", "b"};
-    Builtin elementwise;
-    const Builtin *b = NULL;
-    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-        if (strcmp(builtins[i].name, name) == 0) b = &builtins[i];
-    if (!b) {
-        int nin;
-        OpId op = find_elementwise(name, &nin);
-        if (op == OP_COUNT) return false;
-        memset(&elementwise, 0, sizeof elementwise);
-        elementwise.name = name;
-        elementwise.kind = nin == 1 ? B_UNARY : B_BINARY;
-        elementwise.op = op;
-        elementwise.nrequired = nin;
-        for (int i = 0; i < nin; i++) elementwise.params[i] = nin == 1 ? unary_params[i] : binary_params[i];
-        b = &elementwise;
-    }
-    Args A;
-    *out = poison;
-    if (!bind_args(L, name, loc, recv, call->args, b->params, count_params(b), b->nrequired, &A)) return true;
-    Val x, y, z;
-    switch (b->kind) {
-    case B_GRID: {
-        int64_t axis;
-        if (!const_int(L, A.slot[0], "axis", &axis)) return true;
-        if (axis < 0 || axis > 2) {
-            diag_error(L->d, A.slot[0]->loc, "%s() axis must be 0, 1 or 2, got %lld", name, (long long)axis);
-            return true;
-        }
-        Type t = type_scalar(DT_I32);
-        IrOp *o = emit(L, b->op, loc, &t, 0, NULL);
-        o->axis = (int)axis;
-        *out = vvalue(o->result);
-        return true;
-    }
-    case B_UNARY:
-        x = lower_expr(L, A.slot[0]);
-        *out = unary(L, b->op, name, x, loc);
-        return true;
-    case B_BINARY:
-        x = lower_expr(L, A.slot[0]);
-        y = lower_expr(L, A.slot[1]);
-        *out = binary(L, b->op, name, x, y, loc);
-        return true;
-    case B_WHERE:
-        x = lower_expr(L, A.slot[0]);
-        y = lower_expr(L, A.slot[1]);
-        z = lower_expr(L, A.slot[2]);
-        *out = where_op(L, x, y, z, loc);
-        return true;
-    case B_ASTYPE: {
-        DType dt;
-        x = lower_expr(L, A.slot[0]);
-        if (get_dtype(L, A.slot[1], &dt)) *out = astype(L, x, dt, loc);
-        return true;
-    }
-    case B_REDUCE: *out = reduce_op(L, b->op, &A); return true;
-    case B_SCAN: *out = scan_op(L, b->op, &A); return true;
-    case B_MMA: *out = mma_op(L, &A); return true;
-    case B_MATMUL:
-        x = lower_expr(L, A.slot[0]);
-        y = lower_expr(L, A.slot[1]);
-        *out = matmul(L, x, y, loc);
-        return true;
-    case B_SHAPE: *out = shape_op(L, name, &A); return true;
-    case B_CAT: *out = cat_op(L, &A); return true;
-    case B_ZEROS: case B_ONES:
-        *out = fill_op(L, &A, A.slot[0], vloose_int(b->kind == B_ONES), A.slot[1]);
-        return true;
-    case B_FULL:
-        x = lower_expr(L, A.slot[1]);
-        if (x.kind != V_ERROR) *out = fill_op(L, &A, A.slot[0], x, A.slot[2]);
-        return true;
-    case B_ARANGE: *out = arange_op(L, &A); return true;
-    case B_LOAD: *out = load_op(L, &A); return true;
-    case B_STORE: *out = store_op(L, &A); return true;
-    case B_GATHER: case B_SCATTER: *out = gather_scatter_op(L, b->op, &A); return true;
-    case B_NUM_TILES: *out = num_tiles_op(L, &A); return true;
-    }
-    return true;
-}
-
 /* ---- fn helpers (inlined at each call) -------------------------------- */
 
 static Val call_fn(Lower *L, const Decl *fn, Expr *call, Expr *recv) {
@@ -1246,7 +490,7 @@ static Val call_fn(Lower *L, const Decl *fn, Expr *call, Expr *recv) {
         params[np++] = n->name;
     }
     Args A;
-    if (!bind_args(L, fn->name, call->loc, recv, call->args, params, np, np, &A)) return poison;
+    if (!lw_bind_args(L, fn->name, call->loc, recv, call->args, params, np, np, &A)) return poison;
     Val args[MAX_ARGS];
     bool ok = true;
     for (int i = 0; i < np; i++) {
@@ -1286,7 +530,7 @@ static Val call(Lower *L, Expr *e, const char *name, Expr *recv) {
     Entry *ent = lookup(L, name);
     if (ent && ent->val.kind == V_FN) return call_fn(L, ent->val.fn, e, recv);
     Val out;
-    if (call_builtin(L, name, e, recv, &out)) return out;
+    if (lw_call_builtin(L, name, e, recv, &out)) return out;
     const Decl *kernel = NULL;
     for (const Decl *d = L->prog->decls; d; d = d->next)
         if (d->kind == DECL_KERNEL && strcmp(d->name, name) == 0) kernel = d;
@@ -1342,7 +586,7 @@ static Val member(Lower *L, Expr *e) {
     }
     if (base.kind == V_ARRAY && strcmp(m, "ndim") == 0) return vloose_int(L->f->params[base.id].rank);
     if (is_scalar_like(&base)) {
-        Type t = val_type(L, &base);
+        Type t = lw_val_type(L, &base);
         if (strcmp(m, "shape") == 0) {
             Val r = {.kind = V_TUPLE, .n = t.rank, .elems = ARENA_ARRAY(L->a, Val, t.rank > 0 ? t.rank : 1)};
             for (int i = 0; i < t.rank; i++) r.elems[i] = vloose_int(t.shape[i]);
@@ -1352,7 +596,7 @@ static Val member(Lower *L, Expr *e) {
         if (strcmp(m, "dtype") == 0) { Val r = {.kind = V_DTYPE, .dt = t.dtype}; return r; }
     }
     char buf[160];
-    diag_error(L->d, e->loc, "%s has no member '%s'", val_desc(L, &base, buf, sizeof buf), m);
+    diag_error(L->d, e->loc, "%s has no member '%s'", lw_val_desc(L, &base, buf, sizeof buf), m);
     return poison;
 }
 
@@ -1362,11 +606,11 @@ static Val index_expr(Lower *L, Expr *e) {
     if (base.kind != V_TUPLE) {
         char buf[160];
         diag_error(L->d, e->loc, "cannot index %s (only tuples such as x.shape; use extract() for tiles)",
-                   val_desc(L, &base, buf, sizeof buf));
+                   lw_val_desc(L, &base, buf, sizeof buf));
         return poison;
     }
     int64_t i;
-    if (!const_int(L, e->b, "a tuple index", &i)) return poison;
+    if (!lw_const_int(L, e->b, "a tuple index", &i)) return poison;
     if (i < -base.n || i >= base.n) {
         diag_error(L->d, e->b->loc, "index %lld is out of range for a tuple of %d", (long long)i, base.n);
         return poison;
@@ -1377,7 +621,7 @@ static Val index_expr(Lower *L, Expr *e) {
 static Val lower_expr_kind(Lower *L, Expr *e);
 
 /* Every constant remembers where it was written, for messages about it. */
-static Val lower_expr(Lower *L, Expr *e) {
+Val lower_expr(Lower *L, Expr *e) {
     if (!e) return poison;
     Val v = lower_expr_kind(L, e);
     if (v.kind == V_CONST && !v.loc.line) v.loc = e->loc;
@@ -1403,7 +647,7 @@ static Val lower_expr_kind(Lower *L, Expr *e) {
         }
         if (ent->val.kind == V_LOCAL) {
             /* read the var now: later assignments must not change this value */
-            IrOp *op = emit(L, OP_LOCAL_GET, e->loc, &L->f->locals[ent->val.id].type, 0, NULL);
+            IrOp *op = lw_emit(L, OP_LOCAL_GET, e->loc, &L->f->locals[ent->val.id].type, 0, NULL);
             op->local = ent->val.id;
             return vvalue(op->result);
         }
@@ -1411,20 +655,20 @@ static Val lower_expr_kind(Lower *L, Expr *e) {
     }
     case EX_UNARY: {
         Val a = lower_expr(L, e->a);
-        if (e->op == '-') return unary(L, OP_NEG, "-", a, e->loc);
-        if (e->op == '!') return unary(L, OP_NOT, "!", a, e->loc);
-        return unary(L, OP_BITNOT, "~", a, e->loc);
+        if (e->op == '-') return lw_unary(L, OP_NEG, "-", a, e->loc);
+        if (e->op == '!') return lw_unary(L, OP_NOT, "!", a, e->loc);
+        return lw_unary(L, OP_BITNOT, "~", a, e->loc);
     }
     case EX_BINARY: {
         Val a = lower_expr(L, e->a), b = lower_expr(L, e->b);
         if (a.kind == V_ERROR || b.kind == V_ERROR) return poison;
-        if (e->op == BIN_MATMUL) return matmul(L, a, b, e->loc);
+        if (e->op == BIN_MATMUL) return lw_matmul(L, a, b, e->loc);
         OpId op = binop_to_op(e->op);
         if (op == OP_COUNT) {
             diag_error(L->d, e->loc, "unsupported operator");
             return poison;
         }
-        return binary(L, op, binop_spelling((BinOp)e->op), a, b, e->loc);
+        return lw_binary(L, op, binop_spelling((BinOp)e->op), a, b, e->loc);
     }
     case EX_TUPLE: {
         if (e->nelems > MAX_TUPLE) {
@@ -1480,9 +724,9 @@ static void set_name_hint(Lower *L, const Val *v, const char *name) {
 /* var := value, keeping the var's type. */
 static void assign_local(Lower *L, int local, Val v, const char *name, Loc loc) {
     if (v.kind == V_ERROR) return;
-    if (!need_scalar_like(L, &v, "assignment", loc)) return;
+    if (!lw_need_scalar_like(L, &v, "assignment", loc)) return;
     Type lt = L->f->locals[local].type;
-    Type vt = val_type(L, &v);
+    Type vt = lw_val_type(L, &v);
     char sa[200], sb[200];
     if (is_loose(&v)) {
         if (v.dt == DT_F64 && !dtype_is_float(lt.dtype)) {
@@ -1496,8 +740,8 @@ static void assign_local(Lower *L, int local, Val v, const char *name, Loc loc) 
                    type_str(&lt, sb, sizeof sb), vt.dtype != lt.dtype ? " (use astype)" : "");
         return;
     }
-    int x = broadcast_to(L, to_ir_as(L, &v, lt.dtype, loc), &lt, loc);
-    IrOp *o = emit(L, OP_LOCAL_SET, loc, NULL, 1, &x);
+    int x = lw_broadcast_to(L, lw_to_ir_as(L, &v, lt.dtype, loc), &lt, loc);
+    IrOp *o = lw_emit(L, OP_LOCAL_SET, loc, NULL, 1, &x);
     o->local = local;
 }
 
@@ -1520,9 +764,9 @@ static void lower_assign(Lower *L, Stmt *s) {
     Val v = lower_expr(L, s->expr);
     if (ent->val.kind == V_ERROR) return;
     if (s->compound) {
-        IrOp *get = emit(L, OP_LOCAL_GET, s->loc, &L->f->locals[ent->val.id].type, 0, NULL);
+        IrOp *get = lw_emit(L, OP_LOCAL_GET, s->loc, &L->f->locals[ent->val.id].type, 0, NULL);
         get->local = ent->val.id;
-        v = binary(L, binop_to_op(s->op), binop_spelling((BinOp)s->op), vvalue(get->result), v, s->loc);
+        v = lw_binary(L, binop_to_op(s->op), binop_spelling((BinOp)s->op), vvalue(get->result), v, s->loc);
     }
     assign_local(L, ent->val.id, v, s->name, s->loc);
 }
@@ -1562,14 +806,15 @@ static void lower_var(Lower *L, Stmt *s) {
         diag_error(L->d, s->names->loc, "'%s' is already declared in this block", name);
     if (v.kind != V_ERROR && !is_scalar_like(&v)) {
         char buf[160];
-        diag_error(L->d, s->expr->loc, "var '%s' must hold a tile or scalar, got %s", name, val_desc(L, &v, buf, sizeof buf));
+        diag_error(L->d, s->expr->loc, "var '%s' must hold a tile or scalar, got %s", name,
+                   lw_val_desc(L, &v, buf, sizeof buf));
         v = poison;
     }
     if (v.kind == V_ERROR) {
         bind(L, name, ENT_VAR, poison);   /* still a var: assignments to it stay quiet */
         return;
     }
-    Type t = val_type(L, &v);
+    Type t = lw_val_type(L, &v);
     int local = ir_new_local(L->f, t, name, s->loc);
     assign_local(L, local, v, name, s->loc);
     Val lv = vkind(V_LOCAL, local);
@@ -1581,8 +826,8 @@ static bool range_dtype(Lower *L, Val *b, int n, Loc loc, DType *out) {
     DType dt = DT_INVALID;
     for (int i = 0; i < n; i++) {
         if (b[i].kind == V_ERROR) return false;
-        if (!need_scalar_like(L, &b[i], "range", loc)) return false;
-        Type t = val_type(L, &b[i]);
+        if (!lw_need_scalar_like(L, &b[i], "range", loc)) return false;
+        Type t = lw_val_type(L, &b[i]);
         if (t.rank != 0 || !dtype_is_int(t.dtype)) {
             char buf[200];
             diag_error(L->d, loc, "range() bounds must be integer scalars, got %s", type_str(&t, buf, sizeof buf));
@@ -1658,22 +903,23 @@ static void lower_for(Lower *L, Stmt *s) {
     if (down) {
         Scalar neg;
         neg.i = -step.c.i;
-        Val diff = binary(L, OP_SUB, "-", lo, hi, s->loc);
-        last = binary(L, OP_CDIV, "cdiv", diff, vconst(step.dt, scalar_canon(step.dt, neg), step.loose), s->loc);
+        Val diff = lw_binary(L, OP_SUB, "-", lo, hi, s->loc);
+        last = lw_binary(L, OP_CDIV, "cdiv", diff, vconst(step.dt, scalar_canon(step.dt, neg), step.loose), s->loc);
         first = vloose_int(0);
         stride = vloose_int(1);
         if (last.kind == V_ERROR) return;
     }
-    int args[3] = {to_ir_as(L, &first, dt, s->loc), to_ir_as(L, &last, dt, s->loc), to_ir_as(L, &stride, dt, s->loc)};
+    int args[3] = {lw_to_ir_as(L, &first, dt, s->loc), lw_to_ir_as(L, &last, dt, s->loc),
+                   lw_to_ir_as(L, &stride, dt, s->loc)};
     Type it = type_scalar(dt);
-    IrOp *o = emit(L, OP_FOR, s->loc, &it, 3, args);
+    IrOp *o = lw_emit(L, OP_FOR, s->loc, &it, 3, args);
     L->f->values[o->result].name = var;
     Val iv = vvalue(o->result);
     if (down) {
         IrBlock *saved_blk = L->blk;
         L->blk = o->body;
-        iv = binary(L, OP_ADD, "+", lo, binary(L, OP_MUL, "*", iv, step, s->loc), s->loc);
-        iv = vvalue(to_ir_as(L, &iv, dt, s->loc));
+        iv = lw_binary(L, OP_ADD, "+", lo, lw_binary(L, OP_MUL, "*", iv, step, s->loc), s->loc);
+        iv = vvalue(lw_to_ir_as(L, &iv, dt, s->loc));
         L->blk = saved_blk;
     }
     Scope *saved = L->scope;
@@ -1687,8 +933,8 @@ static void lower_for(Lower *L, Stmt *s) {
 static bool condition(Lower *L, Expr *e, const char *what, bool *is_const, bool *value, int *id) {
     Val c = lower_expr(L, e);
     if (c.kind == V_ERROR) return false;
-    if (!need_scalar_like(L, &c, what, e->loc)) return false;
-    Type t = val_type(L, &c);
+    if (!lw_need_scalar_like(L, &c, what, e->loc)) return false;
+    Type t = lw_val_type(L, &c);
     if (is_loose(&c) || t.dtype != DT_BOOL || t.rank != 0) {
         char buf[200];
         if (is_loose(&c)) t.dtype = c.dt == DT_F64 ? DT_F32 : DT_I32;
@@ -1701,7 +947,7 @@ static bool condition(Lower *L, Expr *e, const char *what, bool *is_const, bool 
     }
     *is_const = c.kind == V_CONST;
     if (*is_const) *value = c.c.i != 0;
-    else *id = to_ir(L, &c, e->loc);
+    else *id = lw_to_ir(L, &c, e->loc);
     return true;
 }
 
@@ -1719,13 +965,13 @@ static void lower_if(Lower *L, Stmt *s) {
         else if (s->els) lower_stmt(L, s->els);
         return;
     }
-    IrOp *o = emit(L, OP_IF, s->loc, NULL, 1, &id);
+    IrOp *o = lw_emit(L, OP_IF, s->loc, NULL, 1, &id);
     lower_region(L, o->body, s->body, false, NULL);
     if (s->els) lower_region(L, o->else_body, NULL, false, s->els);
 }
 
 static void lower_while(Lower *L, Stmt *s) {
-    IrOp *loop = emit(L, OP_LOOP, s->loc, NULL, 0, NULL);
+    IrOp *loop = lw_emit(L, OP_LOOP, s->loc, NULL, 0, NULL);
     IrBlock *saved_blk = L->blk;
     L->blk = loop->body;
     bool is_const, value = true;
@@ -1733,8 +979,8 @@ static void lower_while(Lower *L, Stmt *s) {
     bool ok = condition(L, s->expr, "while", &is_const, &value, &id);
     if (ok && !is_const) {
         Type b = type_scalar(DT_BOOL);
-        int neg = emit(L, OP_NOT, s->expr->loc, &b, 1, &id)->result;
-        IrOp *exit = emit(L, OP_IF, s->expr->loc, NULL, 1, &neg);
+        int neg = lw_emit(L, OP_NOT, s->expr->loc, &b, 1, &id)->result;
+        IrOp *exit = lw_emit(L, OP_IF, s->expr->loc, NULL, 1, &neg);
         ir_append(L->f, exit->body, OP_BREAK, s->expr->loc, NULL, 0, NULL);
     }
     L->blk = saved_blk;
@@ -1763,13 +1009,13 @@ static void lower_stmt(Lower *L, Stmt *s) {
         else if (L->loop_depth == 0)
             diag_error(L->d, s->loc, "%s outside a loop", w);
         else
-            emit(L, s->kind == ST_BREAK ? OP_BREAK : OP_CONTINUE, s->loc, NULL, 0, NULL);
+            lw_emit(L, s->kind == ST_BREAK ? OP_BREAK : OP_CONTINUE, s->loc, NULL, 0, NULL);
         break;
     }
     case ST_RETURN:
         if (L->nfn == 0) {
             if (s->expr) diag_error(L->d, s->expr->loc, "a kernel returns no value (write 'return;')");
-            else emit(L, OP_RETURN, s->loc, NULL, 0, NULL);
+            else lw_emit(L, OP_RETURN, s->loc, NULL, 0, NULL);
             break;
         }
         if (L->region_depth > 0) {
@@ -1789,6 +1035,7 @@ static void lower_stmt(Lower *L, Stmt *s) {
         }
         bool truth = dtype_is_float(c.dt) ? c.c.f != 0 : c.c.i != 0;
         if (!truth) {
+            L->failed_asserts++;
             if (s->msg && s->msg->sval) diag_error(L->d, s->loc, "static assertion failed: %s", s->msg->sval);
             else diag_error(L->d, s->loc, "static assertion failed");
         }
@@ -1966,7 +1213,7 @@ static void lower_hints(Lower *L, const Decl *k, const ConstBinding *consts, int
             continue;
         }
         int64_t v;
-        if (const_int(L, h->a, h->name, &v)) set_hint(L, h->name, v, h->a->loc);
+        if (lw_const_int(L, h->a, h->name, &v)) set_hint(L, h->name, v, h->a->loc);
     }
     /* constant parameters named like a hint win over `with (...)` */
     for (Param *p = k->params; p; p = p->next) {
@@ -1984,8 +1231,11 @@ static void lower_init(Lower *L, Arena *a, Diag *d, const Program *p) {
     L->prog = p;
 }
 
+/* `failed_asserts` (may be NULL) receives the number of static_asserts that
+ * failed. */
 static IrFunc *lower_kernel_decl(Arena *a, Diag *d, const Program *p, const Decl *k,
-                                 const ConstBinding *consts, int nconsts, bool quiet_globals) {
+                                 const ConstBinding *consts, int nconsts, bool quiet_globals,
+                                 int *failed_asserts) {
     int before = d->nerrors;
     Lower L;
     lower_init(&L, a, d, p);
@@ -2007,6 +1257,7 @@ static IrFunc *lower_kernel_decl(Arena *a, Diag *d, const Program *p, const Decl
     lower_hints(&L, k, consts, nconsts);
     push_scope(&L, L.scope);
     lower_stmts(&L, k->body);
+    if (failed_asserts) *failed_asserts = L.failed_asserts;
     return d->nerrors > before ? NULL : L.f;
 }
 
@@ -2015,7 +1266,7 @@ IrFunc *lower_kernel(Arena *a, Diag *d, const Program *p, const char *kernel,
     if (!p) return NULL;
     for (const Decl *k = p->decls; k; k = k->next)
         if (k->kind == DECL_KERNEL && strcmp(k->name, kernel) == 0)
-            return lower_kernel_decl(a, d, p, k, consts, nconsts, false);
+            return lower_kernel_decl(a, d, p, k, consts, nconsts, false, NULL);
     diag_plain(d, "no kernel named '%s'", kernel);
     return NULL;
 }
@@ -2028,11 +1279,13 @@ static const Decl *find_kernel(const Program *p, const char *name) {
     return NULL;
 }
 
-static void check_tune(Lower *L, const Decl *t) {
+/* Checks tune block `t`; true if it has no error. */
+static bool check_tune(Lower *L, const Decl *t) {
+    int before = L->d->nerrors;
     const Decl *k = find_kernel(L->prog, t->name);
     if (!k) {
         diag_error(L->d, t->loc, "tune block for unknown kernel '%s'", t->name);
-        return;
+        return false;
     }
     for (TuneAxis *ax = t->axes; ax; ax = ax->next) {
         const Param *param = NULL;
@@ -2050,6 +1303,87 @@ static void check_tune(Lower *L, const Decl *t) {
                 diag_error(L->d, v->loc, "tune values must be constants");
         }
     }
+    return L->d->nerrors == before;
+}
+
+/* A tune value (a constant, checked by check_tune) as a -D style binding. */
+static ConstBinding tune_binding(const char *name, const Val *v) {
+    ConstBinding b = {.name = name};
+    if (dtype_is_float(v->dt)) {
+        b.is_float = true;
+        b.f = scalar_convert(v->dt, DT_F64, v->c).f;
+        b.i = (int64_t)(isfinite(b.f) && fabs(b.f) < 9e18 ? b.f : 0);
+    } else {
+        b.i = scalar_convert(v->dt, DT_I64, v->c).i;
+        b.f = (double)b.i;
+    }
+    return b;
+}
+
+/* Kernel `k` has a constant without a default; `t` is its tune block (free of
+ * errors).  If the block gives a value to every such constant, the kernel is
+ * lowered with its points in the autotuner's order (the first axis varies
+ * fastest), starting with the first value of each axis, so that its errors
+ * show when the module loads.  A point that fails only static_asserts is one
+ * the kernel rejects (the autotuner skips it): the next is tried, up to
+ * MAX_TUNE_CHECK_POINTS.  The first point with another error is lowered again
+ * into L->d, with a note naming its values.  Returns false (nothing reported)
+ * when no point could be checked, so the caller checks the signature alone. */
+static bool check_with_tune_points(Lower *L, const Decl *k, const Decl *t) {
+    int naxes = 0;
+    for (TuneAxis *ax = t->axes; ax; ax = ax->next) naxes++;
+    ConstBinding *b = ARENA_ARRAY(L->a, ConstBinding, naxes > 0 ? naxes : 1);
+    ConstBinding **vals = ARENA_ARRAY(L->a, ConstBinding *, naxes > 0 ? naxes : 1);
+    int *nvals = ARENA_ARRAY(L->a, int, naxes > 0 ? naxes : 1);
+    int64_t npoints = 1;
+    int i = 0;
+    for (TuneAxis *ax = t->axes; ax; ax = ax->next, i++) {
+        vals[i] = ARENA_ARRAY(L->a, ConstBinding, ax->nvalues > 0 ? ax->nvalues : 1);
+        nvals[i] = 0;
+        for (Expr *e = ax->values; e && nvals[i] < ax->nvalues; e = e->next) {
+            Val v = lower_expr(L, e);
+            if (v.kind != V_CONST) return false;
+            vals[i][nvals[i]++] = tune_binding(ax->name, &v);
+        }
+        if (nvals[i] == 0) return false;
+        b[i] = vals[i][0];
+        if (npoints < MAX_TUNE_CHECK_POINTS) npoints *= nvals[i];
+    }
+    for (Param *q = k->params; q; q = q->next)
+        if (q->kind == PARAM_CONST && !q->init && !find_binding(b, naxes, q->name)) return false;
+    for (int64_t point = 0; point < npoints && point < MAX_TUNE_CHECK_POINTS; point++) {
+        int64_t rest = point;
+        for (i = 0; i < naxes; i++) {
+            b[i] = vals[i][rest % nvals[i]];
+            rest /= nvals[i];
+        }
+        /* a trial in a scratch arena and Diag: only the verdict is kept */
+        Arena scratch;
+        Diag quiet;
+        arena_init(&scratch);
+        diag_init(&quiet, L->d->file, L->d->src);
+        int failed_asserts = 0;
+        bool ok = lower_kernel_decl(&scratch, &quiet, L->prog, k, b, naxes, true, &failed_asserts) != NULL;
+        bool rejected = !ok && quiet.nerrors == failed_asserts;
+        diag_free(&quiet);
+        if (!ok && !rejected) lower_kernel_decl(&scratch, L->d, L->prog, k, b, naxes, true, NULL);   /* report */
+        arena_free(&scratch);
+        if (ok) return true;
+        if (rejected) continue;
+        char list[512];
+        size_t len = 0;
+        list[0] = 0;
+        for (i = 0; i < naxes && len < sizeof list; i++) {
+            const char *sep = i ? ", " : "";
+            int w = b[i].is_float
+                        ? snprintf(list + len, sizeof list - len, "%s%s=%g", sep, b[i].name, b[i].f)
+                        : snprintf(list + len, sizeof list - len, "%s%s=%lld", sep, b[i].name, (long long)b[i].i);
+            if (w > 0) len += (size_t)w;
+        }
+        diag_note(L->d, t->loc, "kernel '%s' was checked with %s from its tune block", k->name, list);
+        return true;
+    }
+    return false;
 }
 
 int lower_check_program(Arena *a, Diag *d, const Program *p) {
@@ -2076,17 +1410,22 @@ int lower_check_program(Arena *a, Diag *d, const Program *p) {
     bool globals_ok = d->nerrors == before_globals;
     L.f = ir_func_new(a, "<tune>", (Loc){p->file, 1, 1});
     L.blk = L.f->body;
+    PtrVec clean_tunes = {0};
     for (const Decl *t = p->decls; t; t = t->next)
-        if (t->kind == DECL_TUNE) check_tune(&L, t);
+        if (t->kind == DECL_TUNE && check_tune(&L, t)) ptrvec_push(a, &clean_tunes, (void *)t);
     for (const Decl *k = p->decls; k; k = k->next) {
         if (k->kind != DECL_KERNEL) continue;
         bool all_defaults = true;
         for (Param *q = k->params; q; q = q->next)
             if (q->kind == PARAM_CONST && !q->init) all_defaults = false;
         if (all_defaults && globals_ok) {
-            lower_kernel_decl(a, d, p, k, NULL, 0, true);
+            lower_kernel_decl(a, d, p, k, NULL, 0, true, NULL);
             continue;
         }
+        const Decl *tune = NULL;
+        for (int i = 0; i < clean_tunes.len && !tune; i++)
+            if (strcmp(((const Decl *)clean_tunes.items[i])->name, k->name) == 0) tune = clean_tunes.items[i];
+        if (tune && globals_ok && check_with_tune_points(&L, k, tune)) continue;
         /* not lowerable without values: check the signature alone */
         for (Param *q = k->params; q; q = q->next)
             for (Param *r = k->params; r != q; r = r->next)

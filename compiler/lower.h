@@ -24,7 +24,9 @@ typedef struct ConstBinding {
 /* Checks the whole program without specialising: duplicate names, fn/kernel
  * signatures, tune blocks naming unknown kernels or parameters, file-level
  * constants.  Kernels whose constants all have defaults are also lowered with
- * those defaults so their errors show.  Returns the number of errors. */
+ * those defaults so their errors show; a kernel missing constants that its
+ * `tune` block covers is lowered at the first point of the space that its
+ * static_asserts accept.  Returns the number of errors. */
 int lower_check_program(Arena *a, Diag *d, const Program *p);
 
 /* Elaborates kernel `kernel` of `p` with the given constants into an IrFunc
