@@ -10,24 +10,21 @@
  * A kernel is specialised at launch on facts about its arrays (16-byte
  * alignment and unit last stride -> vector accesses; 31-bit offsets -> 32-bit
  * address arithmetic); each combination is a variant, compiled once.
- * Compiled code is cached in memory (per kernel) and on disk
- * (TILE_CACHE_DIR, default ~/.cache/tilec; "off" disables): one file per
- * (generated source, options, arch, NVRTC version), written to a temporary
- * file and renamed into place, with a checksum so a corrupted entry is
- * detected and rebuilt. */
+ * Compiled code is cached in memory (per kernel) and on disk in the runtime's
+ * disk cache (disk_cache.h; TILE_CACHE_DIR, default ~/.cache/tilec; "off"
+ * disables), keyed by the full generated source, device header, NVRTC
+ * options, arch and NVRTC version; a damaged entry is warned about on stderr,
+ * rebuilt and rewritten. */
 #include "backend.h"
 #include "cuda_nvrtc.h"
+#include "disk_cache.h"
 #include "emit_cuda.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 /* ---- the driver, loaded with dlopen -------------------------------------------- */
 
@@ -63,6 +60,8 @@ typedef struct Driver {
     CUresult (*GetErrorString)(CUresult, const char **);
 } Driver;
 
+#define CUDA_CACHE_KIND "cuda"
+
 typedef struct CudaState {
     Driver drv;
     CUdevice dev;
@@ -70,7 +69,7 @@ typedef struct CudaState {
     int arch;                 /* e.g. 90 */
     int max_smem_optin;       /* bytes of shared memory a block may opt into */
     char name[256];
-    char cache_dir[1024];     /* "" = no disk cache */
+    char cache_dir[4096];     /* "" = no disk cache */
 } CudaState;
 
 /* One compiled specialisation of a kernel. */
@@ -153,14 +152,6 @@ static bool load_driver(Driver *d, char *err, size_t errlen) {
 
 /* ---- context ------------------------------------------------------------------------ */
 
-static void pick_cache_dir(CudaState *s) {
-    const char *env = getenv("TILE_CACHE_DIR");
-    s->cache_dir[0] = 0;
-    if (env && (!*env || strcmp(env, "off") == 0)) return;
-    if (env) snprintf(s->cache_dir, sizeof s->cache_dir, "%s", env);
-    else if (getenv("HOME")) snprintf(s->cache_dir, sizeof s->cache_dir, "%s/.cache/tilec", getenv("HOME"));
-}
-
 static tile_status cuda_init(tile_ctx *ctx, int device) {
     CudaState *s = calloc(1, sizeof *s);
     if (!s) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
@@ -204,7 +195,7 @@ static tile_status cuda_init(tile_ctx *ctx, int device) {
         return st;
     }
     s->arch = major * 10 + minor;
-    pick_cache_dir(s);
+    disk_cache_resolve_dir(NULL, s->cache_dir, sizeof s->cache_dir);   /* "" when off */
     return TILE_OK;
 }
 
@@ -220,82 +211,28 @@ static void cuda_destroy(tile_ctx *ctx) {
 
 static const char *cuda_device_name(tile_ctx *ctx) { return state(ctx) ? state(ctx)->name : "cuda"; }
 
-/* ---- the disk cache ------------------------------------------------------------------ */
+/* ---- the disk cache (disk_cache.h, kind "cuda") -------------------------------------- */
 
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-#define FNV_SEED 14695981039346656037ull
-
-typedef struct CacheHeader {
-    char magic[8];            /* "TILEC01\n" */
-    uint64_t key_hash;        /* of the full key text */
-    uint64_t size;            /* payload bytes */
-    uint64_t checksum;        /* of the payload */
-    uint64_t is_cubin;
-} CacheHeader;
-
-static void cache_path(CudaState *s, uint64_t key, char *out, size_t n) {
-    snprintf(out, n, "%s/%016llx.bin", s->cache_dir, (unsigned long long)key);
+static void cuda_cache_warn(void *user, const char *path, const char *why) {
+    fprintf(stderr, "tilec: warning: corrupted cache entry %s (%s); rebuilding\n", path, why);
 }
 
-static void *cache_read(CudaState *s, uint64_t key, size_t *size, bool *is_cubin) {
-    if (!s->cache_dir[0]) return NULL;
-    char path[1200];
-    cache_path(s, key, path, sizeof path);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    CacheHeader h;
-    void *data = NULL;
-    if (fread(&h, sizeof h, 1, fp) == 1 && memcmp(h.magic, "TILEC01\n", 8) == 0 && h.key_hash == key &&
-        h.size > 0 && h.size < ((uint64_t)1 << 31)) {
-        data = malloc(h.size + 1);
-        if (data && fread(data, 1, h.size, fp) == h.size && fnv1a(data, h.size, FNV_SEED) == h.checksum) {
-            ((char *)data)[h.size] = 0;
-            *size = h.size;
-            *is_cubin = h.is_cubin != 0;
-        } else {
-            free(data);   /* corrupted: compiled again and rewritten */
-            data = NULL;
-        }
-    }
-    fclose(fp);
-    return data;
-}
-
-static int mkdir_p(const char *dir) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* Best effort: a cache that cannot be written only costs compile time. */
-static void cache_write(CudaState *s, uint64_t key, const void *data, size_t size, bool is_cubin) {
-    if (!s->cache_dir[0] || mkdir_p(s->cache_dir) != 0) return;
-    char path[1200], tmp[1300];
-    cache_path(s, key, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return;
-    FILE *fp = fdopen(fd, "wb");
-    if (!fp) { close(fd); unlink(tmp); return; }
-    CacheHeader h;
-    memcpy(h.magic, "TILEC01\n", 8);
-    h.key_hash = key;
-    h.size = size;
-    h.checksum = fnv1a(data, size, FNV_SEED);
-    h.is_cubin = is_cubin;
-    bool ok = fwrite(&h, sizeof h, 1, fp) == 1 && fwrite(data, 1, size, fp) == size;
-    ok = fclose(fp) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+/* The key: everything that decides the binary, the generated source and the
+ * device header in full (so two kernels can never share an entry).  The
+ * options mirror what cuda_nvrtc_compile passes for a cubin of sm_<arch>,
+ * with its fallback to compute_90 PTX. */
+static char *cuda_cache_key(const CudaState *s, const char *source) {
+    const char *fmt = "tilec %s cuda kernel\narch sm_%d\nnvrtc %s\n"
+                      "options --gpu-architecture=sm_%d --std=c++17 -default-device --ptxas-options=-v"
+                      " (else compute_90)\n"
+                      "device header %zu bytes\n%s\nsource %zu bytes\n%s";
+    size_t nheader = strlen(cuda_device_header), nsource = strlen(source);
+    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, nheader,
+                     cuda_device_header, nsource, source);
+    char *key = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (key) snprintf(key, (size_t)n + 1, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, nheader,
+                      cuda_device_header, nsource, source);
+    return key;
 }
 
 /* ---- compiling a variant --------------------------------------------------------------- */
@@ -320,13 +257,14 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         cuda_code_free(&code);
         return st;
     }
-    /* the key: everything that decides the binary */
-    char opts[128];
-    snprintf(opts, sizeof opts, "\n//sm_%d nvrtc %s tilec %s", s->arch, cuda_nvrtc_version(), TILEC_VERSION);
-    uint64_t key = fnv1a(opts, strlen(opts), fnv1a(code.source, strlen(code.source), FNV_SEED));
+    /* NULL key (out of memory): compiled, not cached */
+    char *key = s->cache_dir[0] ? cuda_cache_key(s, code.source) : NULL;
     size_t size = 0;
-    bool is_cubin = false;
-    void *image = cache_read(s, key, &size, &is_cubin);
+    void *image = NULL;
+    if (key && disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &image, &size, cuda_cache_warn, NULL) && size == 0) {
+        free(image);   /* never written by us: compile instead */
+        image = NULL;
+    }
     if (!image) {
         CudaBinary bin;
         char err[16384];
@@ -337,22 +275,23 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
             rc = cuda_nvrtc_compile(code.source, code.name, arch, 0, &bin, err, sizeof err);
         }
         if (rc != 0) {
+            free(key);
             cuda_code_free(&code);
             return tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': %s", f->name, err);
         }
-        if (bin.cubin) {
+        if (bin.cubin) {   /* the driver tells a cubin from PTX by its first bytes */
             image = bin.cubin;
             size = bin.cubin_size;
-            is_cubin = true;
             bin.cubin = NULL;
         } else {
             image = bin.ptx;
-            size = bin.ptx_size + 1;
+            size = bin.ptx_size + 1;   /* with its NUL: the driver reads PTX as a C string */
             bin.ptx = NULL;
         }
         cuda_binary_free(&bin);
-        cache_write(s, key, image, size, is_cubin);
+        if (key) disk_cache_put(s->cache_dir, CUDA_CACHE_KIND, key, image, size, NULL, 0);   /* best effort */
     }
+    free(key);
     CudaVariant *v = calloc(1, sizeof *v);
     int np = f->nparams;
     if (v) v->flags = malloc((size_t)(np > 0 ? np : 1));

@@ -8,34 +8,35 @@
  * module's kernel cache keeps the compiled points), launched `warmup` times,
  * then timed `repeat` times with the backend's events; the median counts.
  *
- * The winner is stored in one small text file per key,
- *     <cache dir>/tune-<fnv1a(key) in hex>.txt
- *         tilec-tune 1
- *         key <kernel>|<source hash>|<backend>:<device>|<shape class>|<fixed>
- *         ms <median time, %a>
- *         const <NAME> i <integer>        (one line per axis, in axis order)
- *         const <NAME> f <%a>
- *         end <fnv1a of every byte above, 16 hex digits>
- * written to a temporary file and renamed into place.  A file that does not
- * parse strictly, fails its checksum, or names a point outside the current
- * space is reported as corrupt and replaced; a file with another key (a hash
- * collision) is a plain miss. */
+ * The winner is stored in the runtime's disk cache (disk_cache.h), kind
+ * "tune", under the key
+ *     <kernel>|<source hash>|<backend>:<device>|<shape class>|<fixed>
+ * with a small text payload:
+ *     tilec-tune 2
+ *     ms <median time, %a>
+ *     const <NAME> i <integer>        (one line per axis, in axis order)
+ *     const <NAME> f <%a>
+ * The disk cache checks the file (version, full key, size, checksum); an
+ * entry it rejects, or a payload that does not parse strictly or names a
+ * point outside the current space, is reported as corrupt and replaced. */
 #include "backend.h"
+#include "disk_cache.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 enum {
     TUNE_MAX_POINTS = 100000,      /* a bigger space is surely a mistake */
-    TUNE_MAX_CACHE_FILE = 1 << 16, /* a cache file is a few hundred bytes */
+    TUNE_MAX_CACHE_ENTRY = 1 << 16, /* an entry is a few hundred bytes */
     TUNE_MAX_EVAL_DEPTH = 64,      /* file-level constants referring to each other */
     TUNE_MAX_SKIP_LINES = 16,      /* skipped points listed in the final error */
 };
+
+#define TUNE_CACHE_KIND "tune"
+#define TUNE_ENTRY_HEADER "tilec-tune 2"   /* the payload's own format version */
 
 /* L2 flush buffer on CUDA: larger than the L2 of any current GPU (H200: 60 MiB). */
 #define TUNE_L2_SCRATCH_BYTES ((size_t)256 << 20)
@@ -76,13 +77,6 @@ tile_tune_options tile_tune_default_options(void) {
     o.repeat = 5;
     o.flush_l2 = 1;
     return o;
-}
-
-static uint64_t tune_fnv1a(const void *data, size_t n) {
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
 }
 
 static void tune_warn(Tuner *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -392,34 +386,14 @@ static void tune_make_key(Tuner *t, const tile_const *fixed, int nfixed, const t
     t->key = b.s;
 }
 
-/* ---- the cache file ---------------------------------------------------- */
-
-static int tune_mkdir_p(const char *dir) {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return -1;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
-    struct stat st;
-    return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-}
+/* ---- the cache entry --------------------------------------------------- */
 
 static void tune_pick_cache(Tuner *t) {
-    const char *dir = t->opt.cache_dir;
-    if (!dir) {
-        const char *env = getenv("TILE_CACHE_DIR");
-        const char *home = getenv("HOME");
-        if (env) dir = env;
-        else if (home && *home) dir = arena_printf(&t->arena, "%s/.cache/tilec", home);
-    }
-    if (!dir || !*dir || strcmp(dir, "off") == 0) return;
+    char dir[4096], path[4300];
+    if (!disk_cache_resolve_dir(t->opt.cache_dir, dir, sizeof dir)) return;
+    if (!disk_cache_path(dir, TUNE_CACHE_KIND, t->key, path, sizeof path)) return;
     t->cache_dir = arena_strdup(&t->arena, dir);
-    t->cache_path = arena_printf(&t->arena, "%s/tune-%016llx.txt", dir,
-                                 (unsigned long long)tune_fnv1a(t->key, strlen(t->key)));
+    t->cache_path = arena_strdup(&t->arena, path);
 }
 
 /* The point of the space the constants name, or -1. */
@@ -437,48 +411,32 @@ static int tune_point_index(const Tuner *t, const tile_const *consts) {
 
 typedef enum TuneLookup { TUNE_MISS, TUNE_HIT, TUNE_CORRUPT } TuneLookup;
 
-/* Reads the cache file; on a hit sets *point and *ms.  `why` explains a corrupt file. */
-static TuneLookup tune_cache_read(Tuner *t, int *point, float *ms, char *why, size_t nwhy) {
-    FILE *f = fopen(t->cache_path, "rb");
-    if (!f) return TUNE_MISS;
-    char *buf = arena_alloc(&t->arena, TUNE_MAX_CACHE_FILE + 1);
-    size_t len = fread(buf, 1, TUNE_MAX_CACHE_FILE + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    if (err) return snprintf(why, nwhy, "read error"), TUNE_CORRUPT;
-    if (len > TUNE_MAX_CACHE_FILE) return snprintf(why, nwhy, "too large"), TUNE_CORRUPT;
-    buf[len] = '\0';
+/* Where disk_cache_get reports an entry it had to ignore. */
+typedef struct TuneDamage {
+    bool seen;
+    char why[160];
+} TuneDamage;
+
+static void tune_note_damage(void *user, const char *path, const char *why) {
+    TuneDamage *d = user;
+    d->seen = true;
+    snprintf(d->why, sizeof d->why, "%s", why);
+}
+
+/* Parses the payload (NUL-terminated text); on success sets *point and *ms. */
+static TuneLookup tune_parse_entry(Tuner *t, char *buf, size_t len, int *point, float *ms, char *why, size_t nwhy) {
     if (strlen(buf) != len) return snprintf(why, nwhy, "contains a NUL byte"), TUNE_CORRUPT;
-
-    /* the checksum line is the last one and covers every byte before it */
-    char *end = NULL;
-    for (char *p = buf; (p = strstr(p, "end ")); p++)
-        if (p == buf || p[-1] == '\n') end = p;
-    if (!end) return snprintf(why, nwhy, "no checksum line"), TUNE_CORRUPT;
-    char sum_text[32];
-    unsigned long long sum;
-    char extra;
-    if (sscanf(end, "end %20s%c", sum_text, &extra) != 2 || extra != '\n' || end + 4 + strlen(sum_text) + 1 != buf + len ||
-        strlen(sum_text) != 16 || sscanf(sum_text, "%llx", &sum) != 1)
-        return snprintf(why, nwhy, "bad checksum line"), TUNE_CORRUPT;
-    if (sum != tune_fnv1a(buf, (size_t)(end - buf))) return snprintf(why, nwhy, "checksum mismatch"), TUNE_CORRUPT;
-    *end = '\0';
-
-    /* strict line-by-line parse */
-    char *line = buf, *next;
+    char *line = buf, *next, extra;
     int lineno = 0, nconsts = 0;
     tile_const *consts = ARENA_ARRAY(&t->arena, tile_const, t->naxes > 0 ? t->naxes : 1);
-    bool key_seen = false, ms_seen = false;
+    bool ms_seen = false;
     for (; *line; line = next) {
         next = strchr(line, '\n');
         if (!next) return snprintf(why, nwhy, "unterminated line"), TUNE_CORRUPT;
         *next++ = '\0';
         lineno++;
         if (lineno == 1) {
-            if (strcmp(line, "tilec-tune 1") != 0) return snprintf(why, nwhy, "bad header"), TUNE_CORRUPT;
-        } else if (strncmp(line, "key ", 4) == 0 && !key_seen) {
-            key_seen = true;
-            if (strcmp(line + 4, t->key) != 0) return TUNE_MISS;   /* another key with the same hash */
+            if (strcmp(line, TUNE_ENTRY_HEADER) != 0) return snprintf(why, nwhy, "bad header"), TUNE_CORRUPT;
         } else if (strncmp(line, "ms ", 3) == 0 && !ms_seen) {
             char *e;
             double v = strtod(line + 3, &e);
@@ -505,49 +463,37 @@ static TuneLookup tune_cache_read(Tuner *t, int *point, float *ms, char *why, si
             return snprintf(why, nwhy, "unexpected line %d", lineno), TUNE_CORRUPT;
         }
     }
-    if (!key_seen || !ms_seen || nconsts != t->naxes)
-        return snprintf(why, nwhy, "incomplete entry"), TUNE_CORRUPT;
+    if (!ms_seen || nconsts != t->naxes) return snprintf(why, nwhy, "incomplete entry"), TUNE_CORRUPT;
     *point = tune_point_index(t, consts);
     if (*point < 0) return snprintf(why, nwhy, "the stored winner is not a point of the space"), TUNE_CORRUPT;
     return TUNE_HIT;
 }
 
-/* Writes the winner atomically; false (with the reason in `why`) if it cannot. */
-static bool tune_cache_write(Tuner *t, const tile_const *consts, float ms, char *why, size_t nwhy) {
-    if (tune_mkdir_p(t->cache_dir) != 0) {
-        snprintf(why, nwhy, "cannot create %s: %s", t->cache_dir, strerror(errno));
-        return false;
+/* Looks the key up; on a hit sets *point and *ms.  `why` explains a corrupt entry. */
+static TuneLookup tune_cache_read(Tuner *t, int *point, float *ms, char *why, size_t nwhy) {
+    TuneDamage damage = {false, ""};
+    void *data = NULL;
+    size_t size = 0;
+    if (!disk_cache_get(t->cache_dir, TUNE_CACHE_KIND, t->key, &data, &size, tune_note_damage, &damage)) {
+        if (!damage.seen) return TUNE_MISS;
+        snprintf(why, nwhy, "%s", damage.why);
+        return TUNE_CORRUPT;
     }
+    TuneLookup found = size > TUNE_MAX_CACHE_ENTRY ? (snprintf(why, nwhy, "too large"), TUNE_CORRUPT)
+                                                   : tune_parse_entry(t, data, size, point, ms, why, nwhy);
+    free(data);
+    return found;
+}
+
+/* Stores the winner; false (with the reason in `why`) if it cannot. */
+static bool tune_cache_write(Tuner *t, const tile_const *consts, float ms, char *why, size_t nwhy) {
     TuneStr b = {&t->arena, NULL, 0, 0};
-    ts_printf(&b, "tilec-tune 1\nkey %s\nms %a\n", t->key, (double)ms);
+    ts_printf(&b, TUNE_ENTRY_HEADER "\nms %a\n", (double)ms);
     for (int i = 0; i < t->naxes; i++) {
         if (consts[i].is_float) ts_printf(&b, "const %s f %a\n", consts[i].name, consts[i].f);
         else ts_printf(&b, "const %s i %lld\n", consts[i].name, (long long)consts[i].i);
     }
-    ts_printf(&b, "end %016llx\n", (unsigned long long)tune_fnv1a(b.s, b.len));
-
-    char *tmp = arena_printf(&t->arena, "%s/.tune-tmp-XXXXXX", t->cache_dir);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(why, nwhy, "cannot write in %s: %s", t->cache_dir, strerror(errno));
-        return false;
-    }
-    fchmod(fd, 0644);   /* mkstemp makes it private; the cache is shared like ~/.cache */
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        snprintf(why, nwhy, "cannot write %s", tmp);
-        return false;
-    }
-    bool ok = fwrite(b.s, 1, b.len, f) == b.len;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, t->cache_path) != 0) {
-        snprintf(why, nwhy, "cannot write %s: %s", t->cache_path, strerror(errno));
-        unlink(tmp);
-        return false;
-    }
-    return true;
+    return disk_cache_put(t->cache_dir, TUNE_CACHE_KIND, t->key, b.s, b.len, why, nwhy);
 }
 
 /* ---- timing ------------------------------------------------------------ */
