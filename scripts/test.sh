@@ -26,7 +26,6 @@ if command -v clang >/dev/null 2>&1; then
   echo "== fuzz the front end (libFuzzer, bounded time) =="
   CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTILEC_FUZZ=ON >/dev/null
   cmake --build build-fuzz -j"$jobs" --target fuzz_frontend
-  # only the libFuzzer run: the replays (fuzz_replay, fuzz_replay_nvrtc) ran in step 1
-  # Only the libFuzzer run: the replay tests already ran in both builds above.
-  ctest --test-dir build-fuzz --output-on-failure -R '^fuzz_frontend$' -R '^fuzz_frontend$'
+  # Only the libFuzzer run: the replays (fuzz_replay, fuzz_replay_nvrtc) ran in the builds above.
+  ctest --test-dir build-fuzz --output-on-failure -R '^fuzz_frontend$'
 fi
