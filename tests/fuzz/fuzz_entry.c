@@ -1,13 +1,18 @@
-/* fuzz_entry.c: source bytes -> AST -> checked program -> IR -> passes. */
+/* fuzz_entry.c: source bytes -> AST -> checked program -> IR -> passes ->
+ * CUDA C (cuda_emit) -> PTX (NVRTC, where built with it). */
 #include "fuzz_entry.h"
 
-#include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ast.h"
+#include "emit_cuda.h"
 #include "lower.h"
 #include "passes.h"
+#ifdef TILE_HAVE_CUDA
+#include "cuda_nvrtc.h"
+#endif
 
 /* The printers run too (into /dev/null): they walk every node. */
 static FILE *null_sink(void) {
@@ -16,12 +21,170 @@ static FILE *null_sink(void) {
     return sink;
 }
 
-int fuzz_frontend_run(const uint8_t *data, size_t size) {
+int fuzz_have_nvrtc(void) {
+#ifdef TILE_HAVE_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+uint64_t fuzz_hash(const uint8_t *data, size_t size) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void note_bug(FuzzResult *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note_bug(FuzzResult *res, const char *fmt, ...) {
+    if (res->bugs++) return;   /* keep the first */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(res->bug, sizeof res->bug, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- constants: `// FUZZ-D: NAME=V ...` and `-D NAME=V` on `// RUN:` lines ---- */
+
+#define FUZZ_MAX_DEFINES 16
+
+static int add_define(Arena *a, const char *start, const char *end, ConstBinding *out, int n) {
+    char word[256], err[256];
+    if (n >= FUZZ_MAX_DEFINES || end <= start || end - start >= (long)sizeof word) return n;
+    memcpy(word, start, (size_t)(end - start));
+    word[end - start] = 0;
+    return const_binding_parse(a, word, &out[n], err, sizeof err) ? n + 1 : n;   /* bad ones: ignored */
+}
+
+static int parse_defines(Arena *a, const char *src, ConstBinding *out) {
+    int n = 0;
+    for (const char *line = src; *line; ) {
+        const char *eol = strchr(line, '\n');
+        if (!eol) eol = line + strlen(line);
+        while (line < eol && (*line == ' ' || *line == '\t')) line++;
+        bool fuzz_d = strncmp(line, "// FUZZ-D:", 10) == 0, run = strncmp(line, "// RUN:", 7) == 0;
+        bool after_dash_d = false;   /* RUN lines: the word after a lone -D */
+        for (const char *p = line + (fuzz_d ? 10 : 7); (fuzz_d || run) && p < eol;) {
+            while (p < eol && (*p == ' ' || *p == '\t')) p++;
+            const char *start = p;
+            while (p < eol && *p != ' ' && *p != '\t') p++;
+            if (p == start) break;
+            if (fuzz_d || after_dash_d) n = add_define(a, start, p, out, n);
+            else if (p - start > 2 && strncmp(start, "-D", 2) == 0) n = add_define(a, start + 2, p, out, n);
+            after_dash_d = run && p - start == 2 && strncmp(start, "-D", 2) == 0;
+        }
+        line = *eol ? eol + 1 : eol;
+    }
+    return n;
+}
+
+static bool has_binding(const ConstBinding *b, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(b[i].name, name) == 0) return true;
+    return false;
+}
+
+/* The bindings for kernel k (lower_kernel rejects the ones naming none of its
+ * constants): the input's own, then the caller's fallbacks for constants
+ * that have no default. */
+static int bindings_for(const Decl *k, const ConstBinding *own, int nown, const FuzzConfig *cfg,
+                        ConstBinding *mine) {
+    int n = 0;
+    for (const Param *p = k->params; p && n < FUZZ_MAX_DEFINES; p = p->next) {
+        if (p->kind != PARAM_CONST || has_binding(mine, n, p->name)) continue;
+        for (int i = 0; i < nown; i++)
+            if (strcmp(p->name, own[i].name) == 0) {
+                mine[n++] = own[i];
+                break;
+            }
+        if (p->init || has_binding(mine, n, p->name)) continue;
+        for (int i = 0; i < cfg->nfallbacks; i++)
+            if (strcmp(p->name, cfg->fallbacks[i].name) == 0) {
+                mine[n++] = cfg->fallbacks[i];
+                break;
+            }
+    }
+    return n;
+}
+
+/* ---- the CUDA backend --------------------------------------------------------- */
+
+/* Emitter options from the input's hash: per-array facts as the runtime may
+ * find them at launch, a num_warps override as the tuner may give, #line. */
+static void pick_emit_options(uint64_t h, const IrFunc *f, unsigned char *flags, int nflags,
+                              CudaEmitOptions *opt) {
+    static const int warps[8] = {0, 0, 0, 0, 1, 2, 8, 0};
+    memset(opt, 0, sizeof *opt);
+    opt->num_warps = warps[h & 7];
+    opt->line_directives = (int)((h >> 3) & 1);
+    /* mostly the runtime's first variant (aligned, 32-bit offsets), else per array */
+    bool all_fast = ((h >> 4) & 3) != 0;
+    for (int i = 0; i < nflags; i++)
+        flags[i] = all_fast ? (CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32) : (unsigned char)((h >> (8 + 2 * (i % 24))) & 3);
+    opt->array_flags = f->nparams <= nflags ? flags : NULL;
+}
+
+static void run_backend(const IrFunc *f, Diag *diag, uint64_t h, bool nvrtc, const FuzzConfig *cfg,
+                        FuzzResult *res) {
+    unsigned char flags[64];
+    CudaEmitOptions opt;
+    pick_emit_options(h, f, flags, (int)sizeof flags, &opt);
+    CudaKernelCode code;
+    int before = diag->nerrors;
+    if (cuda_emit(f, &opt, &code, diag) != 0) {
+        /* an operation the backend cannot do yet: fine, when it says where */
+        if (diag->nerrors == before) note_bug(res, "kernel %s: cuda_emit failed without reporting an error", f->name);
+        else res->refused++;
+        return;
+    }
+    if (!code.source || !code.name || diag->nerrors != before) {
+        note_bug(res, "kernel %s: cuda_emit succeeded but %s", f->name,
+                 diag->nerrors != before ? "reported an error" : "gave no source or name");
+        cuda_code_free(&code);
+        return;
+    }
+    res->emitted++;
+    size_t len = strlen(code.source);
+    if (cfg->log)
+        fprintf(cfg->log, "  kernel %s: %zu bytes of CUDA, %d threads, %d B smem (num_warps=%d, flags=%s)\n",
+                f->name, len, code.threads, code.smem_bytes, opt.num_warps,
+                opt.array_flags && f->nparams && (opt.array_flags[0] & 1) ? "vec16.." : "mixed");
+#ifdef TILE_HAVE_CUDA
+    if (nvrtc) {
+        if (len > (cfg->nvrtc_max_source ? cfg->nvrtc_max_source : FUZZ_NVRTC_MAX_SOURCE)) {
+            res->too_large++;
+        } else {
+            CudaBinary bin;
+            char err[8192];
+            if (cuda_nvrtc_compile(code.source, code.name, 90, 0, &bin, err, sizeof err) != 0) {
+                note_bug(res, "kernel %s: NVRTC rejected the emitted CUDA (num_warps=%d, #line=%d):\n%.1500s",
+                         f->name, opt.num_warps, opt.line_directives, err);
+                if (cfg->log) fprintf(cfg->log, "----- emitted CUDA -----\n%s------------------------\n", code.source);
+            } else {
+                res->compiled++;
+                if (cfg->log) fprintf(cfg->log, "  kernel %s: PTX %zu bytes in %.0f ms\n", f->name, bin.ptx_size, bin.compile_ms);
+                cuda_binary_free(&bin);
+            }
+        }
+    }
+#endif
+    cuda_code_free(&code);
+}
+
+/* ---- one input ------------------------------------------------------------------ */
+
+int fuzz_run(const uint8_t *data, size_t size, const FuzzConfig *cfg, FuzzResult *res) {
+    FuzzConfig none = {0};
+    FuzzResult scratch;
+    if (!cfg) cfg = &none;
+    if (!res) res = &scratch;
+    memset(res, 0, sizeof *res);
     /* parse_program takes a C string: an embedded NUL ends the source there. */
     char *src = malloc(size + 1);
     if (!src) return 0;
     memcpy(src, data, size);
     src[size] = 0;
+    uint64_t h = fuzz_hash(data, size);
 
     Arena arena;
     arena_init(&arena);
@@ -33,22 +196,39 @@ int fuzz_frontend_run(const uint8_t *data, size_t size) {
     /* Like tilec: a program with syntax errors goes no further. */
     if (prog && diag.nerrors == 0) {
         if (sink) ast_print(sink, prog);
+        ConstBinding defines[FUZZ_MAX_DEFINES], mine[FUZZ_MAX_DEFINES];
+        int ndefines = parse_defines(&arena, src, defines);
+        int nkernels = 0;
+        for (const Decl *d = prog->decls; d; d = d->next) nkernels += d->kind == DECL_KERNEL;
+        int nvrtc_kernel = nkernels ? (int)((h >> 40) % (uint64_t)nkernels) : 0;
         if (lower_check_program(&arena, &diag, prog) == 0) {
+            int index = -1;
             for (const Decl *d = prog->decls; d; d = d->next) {
                 if (d->kind != DECL_KERNEL) continue;
-                IrFunc *f = lower_kernel(&arena, &diag, prog, d->name, NULL, 0);
-                if (!f) continue;
+                index++;
+                int before = diag.nerrors;
+                int nmine = bindings_for(d, defines, ndefines, cfg, mine);
+                IrFunc *f = lower_kernel(&arena, &diag, prog, d->name, mine, nmine);
+                if (!f || diag.nerrors != before) continue;
                 passes_run(f, NULL, NULL);
                 if (sink) ir_print(sink, f);
+                res->kernels++;
+                bool nvrtc = cfg->nvrtc && (!cfg->nvrtc_one_kernel || index == nvrtc_kernel);
+                if (cfg->emit_cuda) run_backend(f, &diag, h, nvrtc, cfg, res);
             }
         }
     }
     /* The message text is built for every error: read it all once. */
-    int nerrors = diag.nerrors;
+    res->errors = diag.nerrors;
     if (sink) fputs(diag_text(&diag), sink);
 
     diag_free(&diag);
     arena_free(&arena);
     free(src);
-    return nerrors;
+    return res->errors;
+}
+
+int fuzz_frontend_run(const uint8_t *data, size_t size) {
+    FuzzConfig cfg = {.emit_cuda = 1};
+    return fuzz_run(data, size, &cfg, NULL);
 }

@@ -1,12 +1,19 @@
 /* fuzz_replay.c: runs the fuzz entry over files and folders, so inputs that
- * once crashed the front end (tests/fuzz/regress/) and the seed corpus stay
+ * once crashed the compiler (tests/fuzz/regress/) and the seed corpus stay
  * tested in every build, with no clang or libFuzzer needed.
  *
- *   fuzz_replay PATH...      a folder is walked recursively (hidden names
- *                            skipped); every regular file in it is one input.
- * Exit status 0 when every input ran; a crash or a sanitizer report is the
- * failure this is here to catch.  Prints each input before running it, so
- * the last line names the culprit. */
+ *   fuzz_replay [--nvrtc] [--max-source BYTES] [-v] [-D NAME=V]... PATH...
+ * A folder is walked recursively (hidden names skipped); every regular file
+ * in it is one input.  Every kernel that lowers cleanly goes through the CUDA
+ * emitter; with --nvrtc (builds with NVRTC only) its CUDA is also compiled to
+ * PTX (kernels over --max-source bytes of CUDA, default 128 KiB, are left
+ * out).  -v prints a line per kernel (and the CUDA NVRTC rejected).  -D gives
+ * a value to constants that have none (no default, no FUZZ-D or RUN -D line
+ * in the input).
+ * Exit status 0 when every input ran and no bug showed: a crash, a sanitizer
+ * report, NVRTC rejecting emitted CUDA, cuda_emit failing without an error.
+ * Prints each input before running it, so the last line names the culprit
+ * of a crash; an input with a bug is named on stderr too. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +21,14 @@
 #include <sys/stat.h>
 
 #include "fuzz_entry.h"
+#include "lower.h"
+
+static FuzzConfig config = {.emit_cuda = 1};
+
+typedef struct Totals {
+    int inputs, kernels, emitted, refused, compiled, too_large, bugs;
+} Totals;
+static Totals totals;
 
 static int replay_file(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -44,10 +59,24 @@ static int replay_file(const char *path) {
     }
     printf("%s\n", path);
     fflush(stdout);
-    int nerrors = fuzz_frontend_run(buf, len);
-    printf("  %d error%s\n", nerrors, nerrors == 1 ? "" : "s");
+    FuzzResult res;
+    int nerrors = fuzz_run(buf, len, &config, &res);
     free(buf);
-    return 0;
+    printf("  %d error%s, %d kernel%s lowered, %d emitted, %d refused by the backend", nerrors,
+           nerrors == 1 ? "" : "s", res.kernels, res.kernels == 1 ? "" : "s", res.emitted, res.refused);
+    if (config.nvrtc) printf(", %d compiled, %d too large for NVRTC", res.compiled, res.too_large);
+    printf("\n");
+    totals.inputs++;
+    totals.kernels += res.kernels;
+    totals.emitted += res.emitted;
+    totals.refused += res.refused;
+    totals.compiled += res.compiled;
+    totals.too_large += res.too_large;
+    if (!res.bugs) return 0;
+    totals.bugs += res.bugs;
+    printf("  BUG: %s\n", res.bug);
+    fprintf(stderr, "fuzz_replay: %s: %s\n", path, res.bug);
+    return 1;
 }
 
 /* Files of a folder in name order, so runs are reproducible. */
@@ -98,16 +127,43 @@ static int replay_path(const char *path, int *count) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: fuzz_replay FILE_OR_FOLDER...\n");
+    static ConstBinding fallbacks[32];
+    Arena arena;   /* the fallbacks' names */
+    arena_init(&arena);
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-'; first++) {
+        if (strcmp(argv[first], "--nvrtc") == 0) config.nvrtc = 1;
+        else if (strcmp(argv[first], "--max-source") == 0 && first + 1 < argc)
+            config.nvrtc_max_source = (size_t)strtoul(argv[++first], NULL, 10);
+        else if (strcmp(argv[first], "-v") == 0) config.log = stdout;
+        else if (strcmp(argv[first], "-D") == 0 && first + 1 < argc && config.nfallbacks < 32) {
+            char err[256];
+            if (!const_binding_parse(&arena, argv[++first], &fallbacks[config.nfallbacks], err, sizeof err)) {
+                fprintf(stderr, "fuzz_replay: -D %s: %s\n", argv[first], err);
+                return 2;
+            }
+            config.fallbacks = fallbacks;
+            config.nfallbacks++;
+        } else break;
+    }
+    if (first >= argc || argv[first][0] == '-') {
+        fprintf(stderr, "usage: fuzz_replay [--nvrtc] [--max-source BYTES] [-v] [-D NAME=V]... FILE_OR_FOLDER...\n");
+        return 2;
+    }
+    if (config.nvrtc && !fuzz_have_nvrtc()) {
+        fprintf(stderr, "fuzz_replay: --nvrtc: this build has no NVRTC\n");
         return 2;
     }
     int count = 0, failures = 0;
-    for (int i = 1; i < argc; i++) failures += replay_path(argv[i], &count);
-    printf("fuzz_replay: %d input%s replayed\n", count, count == 1 ? "" : "s");
+    for (int i = first; i < argc; i++) failures += replay_path(argv[i], &count);
+    printf("fuzz_replay: %d input%s replayed: %d kernels lowered, %d emitted, %d refused by the backend",
+           count, count == 1 ? "" : "s", totals.kernels, totals.emitted, totals.refused);
+    if (config.nvrtc) printf(", %d compiled by NVRTC, %d too large for it", totals.compiled, totals.too_large);
+    printf("; %d bug%s\n", totals.bugs, totals.bugs == 1 ? "" : "s");
     if (count == 0) {
         fprintf(stderr, "fuzz_replay: no inputs found (the corpus is missing?)\n");
         return 1;
     }
+    arena_free(&arena);
     return failures ? 1 : 0;
 }
