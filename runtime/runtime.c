@@ -108,7 +108,7 @@ tile_array tile_array_contiguous(void *data, tile_dtype dtype, int rank, const i
     for (int i = a.rank - 1; i >= 0; i--) {
         a.shape[i] = shape ? shape[i] : 0;
         a.strides[i] = stride;
-        stride *= a.shape[i] > 0 ? a.shape[i] : 1;
+        if (__builtin_mul_overflow(stride, a.shape[i] > 0 ? a.shape[i] : 1, &stride)) stride = INT64_MAX;   /* no UB on huge shapes */
     }
     a.rank = rank;   /* an invalid rank is kept so tile_launch can report it */
     return a;
@@ -116,7 +116,8 @@ tile_array tile_array_contiguous(void *data, tile_dtype dtype, int rank, const i
 
 int64_t tile_array_numel(const tile_array *a) {
     int64_t n = 1;
-    for (int i = 0; i < a->rank && i < TILE_MAX_DIMS; i++) n *= a->shape[i];
+    for (int i = 0; i < a->rank && i < TILE_MAX_DIMS; i++)
+        if (__builtin_mul_overflow(n, a->shape[i], &n)) return INT64_MAX;   /* saturates */
     return n;
 }
 
