@@ -359,6 +359,10 @@ static void print_decl(FILE *out, const Decl *d) {
     }
 }
 
+void ast_print_decl(FILE *out, const Decl *d) {
+    if (d) print_decl(out, d);
+}
+
 void ast_print(FILE *out, const Program *p) {
     if (!p) return;
     for (const Decl *d = p->decls; d; d = d->next) print_decl(out, d);

@@ -170,6 +170,8 @@ Name *ast_name(Arena *a, const char *name, Loc loc);
  * The format is pinned by golden tests: change it only with them. */
 #include <stdio.h>
 void ast_print(FILE *out, const Program *p);
+/* One declaration in the same form (tilec --emit=ast --kernel NAME). */
+void ast_print_decl(FILE *out, const Decl *d);
 
 /* Parses `src` (named `file` in messages).  Syntax errors go to `diag`; the
  * returned Program holds what could be parsed (NULL only if nothing could).

@@ -252,6 +252,20 @@ int npy_read(const char *path, NpyArray *out, char *err, size_t errlen) {
         numel *= out->shape[i];
     }
     size_t nbytes = (size_t)numel * (size_t)size;
+    /* Compare with what the file holds before allocating, so a header that claims
+     * terabytes is a short-file error, not an attempt to allocate them. */
+    long here = ftell(f);
+    if (here >= 0 && fseek(f, 0, SEEK_END) == 0) {
+        long end = ftell(f);
+        if (end >= here && (unsigned long)(end - here) < nbytes) {
+            fail(err, errlen, path, "truncated data: expected %zu bytes, found %ld", nbytes, end - here);
+            goto done;
+        }
+        if (fseek(f, here, SEEK_SET) != 0) {
+            fail(err, errlen, path, "cannot seek: %s", strerror(errno));
+            goto done;
+        }
+    }
     data = malloc(nbytes ? nbytes : 1);
     if (!data) {
         fail(err, errlen, path, "out of memory (%zu bytes)", nbytes);

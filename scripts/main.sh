@@ -13,4 +13,4 @@ if [ -x build/examples/mamba2/mamba2 ]; then
 fi
 # Until the flagship exists: a small example kernel through tilec run.
 exec build/tools/tilec run examples/vector_add.tile --kernel vector_add --grid 4 \
-  x=/tmp/tilec_x.npy:f32[1000] y=/tmp/tilec_y.npy:f32[1000] out=/tmp/tilec_out.npy:f32[1000]
+  x=/tmp/tilec_x.npy:f32[1000] y=/tmp/tilec_y.npy:f32[1000] z=/tmp/tilec_z.npy:f32[1000]

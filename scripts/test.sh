@@ -19,7 +19,9 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 echo "== build and test under ASan + UBSan =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTILEC_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+# exitcode=86: a sanitizer report must not pass for the status 1 of an expected error.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=86 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs" -LE 'slow|fuzz'
 
 if command -v clang >/dev/null 2>&1; then

@@ -218,7 +218,13 @@ static int lower_selected_kernels(const Options *o, Compile *c, FILE *dump, IrFu
 /* ---- emit modes --------------------------------------------------------- */
 
 static int emit_ast(const Options *o, Compile *c, FILE *out) {
-    ast_print(out, c->program);
+    if (!o->kernel) {
+        ast_print(out, c->program);
+        return 0;
+    }
+    const Decl *k = find_kernel(c->program, o->kernel);
+    if (!k) return usage_error("%s: no kernel named '%s'", o->file, o->kernel);
+    ast_print_decl(out, k);
     return 0;
 }
 
@@ -299,6 +305,25 @@ static const EmitMode emit_modes[] = {
     {NULL, NULL},
 };
 
+/* Copies everything written to `scratch` into the file `path`.  Returns an exit status. */
+static int copy_to_path(FILE *scratch, const char *path) {
+    if (fflush(scratch) != 0 || ferror(scratch)) return usage_error("%s: write failed", path);
+    rewind(scratch);
+    FILE *out = fopen(path, "wb");
+    if (!out) return usage_error("%s: cannot write: %s", path, strerror(errno));
+    char buf[65536];
+    size_t n;
+    int ok = 1;
+    while ((n = fread(buf, 1, sizeof buf, scratch)) > 0) ok &= fwrite(buf, 1, n, out) == n;
+    ok &= !ferror(scratch);
+    if (fclose(out) != 0) ok = 0;
+    if (!ok) {
+        remove(path);
+        return usage_error("%s: write failed", path);
+    }
+    return 0;
+}
+
 static int run_compile(const Options *o) {
     const EmitMode *mode = NULL;
     if (o->emit) {
@@ -329,15 +354,19 @@ static int run_compile(const Options *o) {
             rc = usage_error("%s: no kernel named '%s'", o->file, o->kernel);
         else if (lower_check_program(&c.arena, &c.diag, c.program) > 0)
             rc = EXIT_COMPILE;
+    } else if (rc == 0 && !o->out_path) {
+        rc = mode->run(o, &c, stdout);
+        fflush(stdout);
     } else if (rc == 0) {
-        FILE *out = stdout;
-        if (o->out_path && !(out = fopen(o->out_path, "w"))) {
-            rc = usage_error("%s: cannot write: %s", o->out_path, strerror(errno));
+        /* -o OUT: the output goes to a scratch file first and reaches OUT only on
+         * success, so a failed compile neither truncates nor half-writes OUT. */
+        FILE *scratch = tmpfile();
+        if (!scratch) {
+            rc = usage_error("cannot create a temporary file: %s", strerror(errno));
         } else {
-            rc = mode->run(o, &c, out);
-            if (out != stdout && fclose(out) != 0 && rc == 0)
-                rc = usage_error("%s: write failed", o->out_path);
-            fflush(stdout);
+            rc = mode->run(o, &c, scratch);
+            if (rc == 0) rc = copy_to_path(scratch, o->out_path);
+            fclose(scratch);
         }
     }
     compile_close(&c);
@@ -613,9 +642,10 @@ static int load_array_arg(const tile_param_info *info, const char *value, RunArr
     NpyArray npy;
     if (npy_read(value, &npy, err, sizeof err) != 0) return usage_error("argument '%s': %s", info->name, err);
     if (npy.rank != info->rank) {
+        int file_rank = npy.rank;   /* npy_free clears it */
         npy_free(&npy);
         return usage_error("argument '%s': %s has rank %d, but the parameter has rank %d", info->name,
-                           value, npy.rank, info->rank);
+                           value, file_rank, info->rank);
     }
     if (info->dtype == TILE_BF16 && (npy.dtype == TILE_F32 || npy.dtype == TILE_F64)) {
         uint16_t *bits = malloc((size_t)(npy.numel > 0 ? npy.numel : 1) * 2);

@@ -401,9 +401,19 @@ static int gc_run_and_check(const Test *t, const char *tilec, const char *base, 
     }
 
     int rc = 0;
+    /* A sanitizer report exits with status 1, the status of an expected compile
+     * error, so under ASan/UBSan the report itself must fail the test. */
+    const char *sanitizer = strstr(all, "ERROR: AddressSanitizer");
+    if (!sanitizer) sanitizer = strstr(all, "ERROR: LeakSanitizer");
+    if (!sanitizer) sanitizer = strstr(all, ": runtime error: ");
     if (signal_no) {
         gc_fail_header();
         fprintf(stderr, "command crashed (signal %d): %s\n", signal_no, last_cmd);
+        gc_show_output(all, 0);
+        rc = 1;
+    } else if (sanitizer) {
+        gc_fail_header();
+        fprintf(stderr, "sanitizer report from: %s\n", last_cmd);
         gc_show_output(all, 0);
         rc = 1;
     } else if (exit_code != expect_exit) {

@@ -142,6 +142,10 @@ static void test_run_vadd(void) {
     CHECK(npy_write(path_of("xi.npy"), TILE_I32, 1, &n, ints, err, sizeof err) == 0);
     CHECK_RC(run_tilec("run prog.tile --kernel vadd --grid 3 x=xi.npy y=y.npy out=o2.npy:f32[40]"), 2);
     CHECK_HAS(err_text, "argument 'x': xi.npy has dtype i32, but the parameter is f32");
+    int64_t shape_2d[2] = {4, 10};
+    write_f32("x2d.npy", 2, shape_2d, x);
+    CHECK_RC(run_tilec("run prog.tile --kernel vadd --grid 3 x=x2d.npy y=y.npy out=o2.npy:f32[40]"), 2);
+    CHECK_HAS(err_text, "argument 'x': x2d.npy has rank 2, but the parameter has rank 1");
     CHECK_RC(run_tilec("run prog.tile --kernel vadd --grid 0 x=x.npy y=y.npy out=o2.npy:f32[40]"), 2);
     CHECK_HAS(err_text, "--grid 0");
     CHECK_RC(run_tilec("run prog.tile --kernel vadd --grid 1,70000 x=x.npy y=y.npy out=o2.npy:f32[40]"), 2);
@@ -219,6 +223,11 @@ static void test_emit(void) {
     CHECK_RC(run_tilec("prog.tile"), 0);   /* check only */
     CHECK_RC(run_tilec("prog.tile --emit=ast"), 0);
     CHECK_HAS(out_text, "vadd");
+    CHECK_RC(run_tilec("prog.tile --emit=ast --kernel scale"), 0);
+    CHECK_HAS(out_text, "(kernel scale");
+    CHECK(strstr(out_text, "(kernel vadd") == NULL);
+    CHECK_RC(run_tilec("prog.tile --emit=ast --kernel nope"), 2);
+    CHECK_HAS(err_text, "no kernel named 'nope'");
     CHECK_RC(run_tilec("prog.tile --emit=ir --kernel vadd"), 0);
     CHECK_HAS(out_text, "kernel vadd");
     CHECK_RC(run_tilec("prog.tile --emit=ir -D BM=4 -o ir.txt"), 0);
@@ -228,6 +237,12 @@ static void test_emit(void) {
     CHECK_HAS(ir, "kernel bcopy");
     CHECK_RC(run_tilec("prog.tile --emit=ir --kernel scale"), 1);
     CHECK_HAS(err_text, "BM");
+    /* a failed compile leaves -o OUT as it was: not truncated, not half-written */
+    CHECK_RC(run_tilec("prog.tile --emit=ir --kernel scale -o ir.txt"), 1);
+    slurp(path_of("ir.txt"), ir, sizeof ir);
+    CHECK_HAS(ir, "kernel bcopy");
+    CHECK_RC(run_tilec("prog.tile --emit=ir --kernel scale -o ir_new.txt"), 1);
+    CHECK(!exists("ir_new.txt"));
     CHECK_RC(run_tilec("prog.tile --emit=ir -D NOPE=3"), 2);
     CHECK_HAS(err_text, "-D NOPE: no kernel has a constant parameter of that name");
     CHECK_RC(run_tilec("prog.tile --emit=ir --kernel vadd --dump-after=all"), 0);
