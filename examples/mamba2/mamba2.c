@@ -34,6 +34,9 @@ static const char usage_text[] =
     "  bench:   --bench  --iters N  --warmup N\n"
     "  tiles:   --block-n-state N  --block-n-out N   (dstate slice of kernels 2 and 3)\n"
     "           --block-k N (tokens per mma step of kernel 2)  --warps-state N  --warps-out N\n"
+    "  tune:    --tune (autotune the three kernels on these inputs first; the tiles flags given\n"
+    "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
+    "           --verbose (the tuner's table of points and times on stderr)\n"
     "With neither --bench nor --save, --check is implied.  MAMBA2_TILE_DIR overrides\n"
     "where the .tile programs are read from.\n";
 
@@ -44,6 +47,7 @@ typedef struct Config {
     uint64_t seed;
     const char *inputs_dir, *save_dir, *save_inputs_dir, *backend;
     int check, bench, iters, warmup, check_pairs;
+    int tune, verbose;        /* --tune, --verbose */
     double tol;               /* <= 0: the default of the dtype and precision */
 } Config;
 
@@ -102,6 +106,8 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) { fputs(usage_text, stdout); exit(0); }
         if (!strcmp(flag, "--check")) { cfg->check = 1; any_action = 1; continue; }
         if (!strcmp(flag, "--bench")) { cfg->bench = 1; any_action = 1; continue; }
+        if (!strcmp(flag, "--tune")) { cfg->tune = 1; continue; }
+        if (!strcmp(flag, "--verbose") || !strcmp(flag, "-v")) { cfg->verbose = 1; continue; }
         if (!strcmp(flag, "--dt-softplus")) { cfg->opt.dt_softplus = 1; continue; }
         if (!strcmp(flag, "--z")) { cfg->features.has_z = 1; continue; }
         if (!strcmp(flag, "--dt-bias")) { cfg->features.has_dt_bias = 1; continue; }
@@ -223,6 +229,7 @@ typedef struct Run {
     int nargs[K_COUNT];
     /* device buffers */
     void *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *initial, *dt_out, *dA_cumsum, *states, *final_states, *y, *dummy;
+    int Bt, H, P, N, Q, nchunks;   /* what the grids depend on besides the block sizes */
 } Run;
 
 static const char *short_dtype(tile_dtype t) { return tile_dtype_name(t); }
@@ -298,20 +305,94 @@ static tile_arg array_arg(void *data, tile_dtype dt, int rank, int64_t e0, int64
     return tile_arg_array(tile_array_contiguous(data, dt, rank, shape));
 }
 
-static int get_kernel(Run *run, int which, const char *dir, const char *file, const char *name,
-                      const tile_const *consts, int nconsts) {
+static int load_module(Run *run, int which, const char *dir, const char *file) {
     char path[4300];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     TRY(tile_module_load_file(run->ctx, path, &run->mod[which]));
-    TRY(tile_kernel_get(run->mod[which], name, consts, nconsts, &run->kern[which]));
     return 0;
 }
 
-/* Uploads the inputs, compiles the kernels and prepares the three launches. */
-static int run_setup(Run *run, const M2Inputs *in, const M2Options *o) {
+/* The value of constant `name` in consts, else dflt (the .tile default). */
+static int const_of(const tile_const *c, int n, const char *name, int dflt) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(c[i].name, name)) return c[i].is_float ? (int)c[i].f : (int)c[i].i;
+    return dflt;
+}
+
+/* The grid of kernel `which` for the block sizes in consts: the one place
+ * grids are computed, for the plain run and for every point --tune times. */
+static void grid_for(const Run *run, int which, const tile_const *c, int n, int grid[3]) {
+    if (which == K_CUMSUM) {
+        const int block_h = max_int(1, const_of(c, n, "BLOCK_H", 16));
+        grid[0] = run->nchunks;
+        grid[1] = cdiv_int(run->H, block_h);
+        grid[2] = run->Bt;
+    } else if (which == K_STATE) {
+        const int block_p = max_int(1, const_of(c, n, "BLOCK_P", 64));
+        const int block_n = max_int(1, const_of(c, n, "BLOCK_N", 64));
+        grid[0] = cdiv_int(run->P, block_p) * cdiv_int(run->N, block_n);
+        grid[1] = run->H;
+        grid[2] = run->Bt;
+    } else {
+        const int block_m = max_int(1, const_of(c, n, "BLOCK_M", 64));
+        const int block_p = max_int(1, const_of(c, n, "BLOCK_P", 64));
+        grid[0] = max_int(1, run->Q / block_m) * cdiv_int(run->P, block_p);
+        grid[1] = run->nchunks;
+        grid[2] = run->Bt * run->H;
+    }
+}
+
+typedef struct GridUser { const Run *run; int which; } GridUser;
+static void tune_grid(const tile_const *consts, int nconsts, int grid[3], void *user) {
+    const GridUser *g = user;
+    grid_for(g->run, g->which, consts, nconsts, grid);
+}
+
+/* --tune: searches the kernel's `tune` block with `fixed` held, on the run's
+ * real arguments; the winner becomes run->kern[which].  The winner is then
+ * launched once so the next kernel is tuned on what this one computes (a
+ * cache hit times nothing). */
+static int tune_kernel(Run *run, int which, const char *name, const tile_const *fixed, int nfixed, int verbose) {
+    tile_tune_stats stats;
+    memset(&stats, 0, sizeof stats);
+    tile_tune_options opt = tile_tune_default_options();
+    opt.verbose = verbose;
+    opt.log = stderr;
+    opt.stats = &stats;
+    /* The interpreter's times only rank points roughly; keep its search short. */
+    if (tile_ctx_backend(run->ctx) == TILE_BACKEND_CPU) { opt.warmup = 0; opt.repeat = 1; }
+    GridUser gu = {run, which};
+    tile_const best[16];
+    int nbest = (int)(sizeof best / sizeof best[0]);
+    tile_status st = tile_tune(run->mod[which], name, fixed, nfixed, tune_grid, &gu, run->args[which],
+                               run->nargs[which], &opt, &run->kern[which], best, &nbest);
+    if (st != TILE_OK) {
+        fprintf(stderr, "mamba2: tuning %s failed: %s\n%s\n", name, tile_status_name(st),
+                tile_ctx_last_error(run->ctx));
+        return -1;
+    }
+    grid_for(run, which, best, nbest, run->grid[which]);
+    printf("tune: %s:", name);
+    for (int i = 0; i < nbest; i++) {
+        if (best[i].is_float) printf(" %s=%g", best[i].name, best[i].f);
+        else printf(" %s=%lld", best[i].name, (long long)best[i].i);
+    }
+    if (stats.cache_hit) printf("  %.4f ms (cache hit)\n", stats.best_ms);
+    else printf("  %.4f ms (%d of %d points timed, %d skipped)\n", stats.best_ms, stats.ntimed, stats.npoints,
+                stats.nskipped);
+    fflush(stdout);
+    TRY(tile_launch(run->kern[which], run->grid[which], run->args[which], run->nargs[which], NULL));
+    TRY(tile_synchronize(run->ctx));
+    return 0;
+}
+
+/* Uploads the inputs, compiles the kernels (tuned with `tune`) and prepares
+ * the three launches. */
+static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune, int verbose) {
     const M2Shape *s = &in->s;
     const int Bt = s->batch, L = s->seqlen, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
     const int Q = s->chunk, nchunks = cdiv_int(L, Q);
+    run->Bt = Bt, run->H = H, run->P = P, run->N = N, run->Q = Q, run->nchunks = nchunks;
     const tile_dtype dt = o->dtype, sdt = o->state_dtype;
     const size_t nx = m2_numel_x(s), nbc = m2_numel_bc(s), nstate = m2_numel_state(s);
     const size_t ntok = (size_t)Bt * L * H;
@@ -337,6 +418,14 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o) {
     char dir[4096];
     tile_dir(dir, sizeof dir);
     const int tf32 = dt == TILE_F32 && !o->fp32_products;
+    char name[K_COUNT][64];
+    snprintf(name[K_CUMSUM], sizeof name[K_CUMSUM], "chunk_cumsum");
+    snprintf(name[K_STATE], sizeof name[K_STATE], "fwd_pass_state_%s_s%s", short_dtype(dt), short_dtype(sdt));
+    snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
+    if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
+        load_module(run, K_OUT, dir, "compute_out.tile"))
+        return -1;
+
     const int block_h = min_int(16, pow2_at_least(H));
     const int block_p = min_int(64, pow2_at_least(P));
     /* fwd_pass_state: a 64 x 128 state tile reads x once for N <= 128; 64
@@ -346,29 +435,32 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o) {
     const int block_n_out = o->block_n_out ? o->block_n_out : min_int(32, max_int(16, pow2_at_least(N)));
     const int block_m = 64;
     const int block_k = min_int(o->block_k ? o->block_k : 64, Q);
-    char name[64];
 
+    /* The plain run's constants.  --tune holds only what the run fixes (the
+     * chunk, the optional inputs, TF32) and the tiles flags given; it searches
+     * the rest over each kernel's `tune` block. */
     const tile_const c1[] = {{"CHUNK", 0, Q, 0}, {"BLOCK_H", 0, block_h, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0}};
-    if (get_kernel(run, K_CUMSUM, dir, "chunk_cumsum.tile", "chunk_cumsum", c1, 3)) return -1;
+    const tile_const f1[] = {{"CHUNK", 0, Q, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0}};
+    const int n1 = 3, nf1 = 2;
 
     /* The f32 kernels take TF32; num_warps, a hint the compiler accepts as a
      * binding, only when asked for. */
-    snprintf(name, sizeof name, "fwd_pass_state_%s_s%s", short_dtype(dt), short_dtype(sdt));
-    tile_const c2[8] = {{"CHUNK", 0, Q, 0}, {"BLOCK_K", 0, block_k, 0}, {"BLOCK_P", 0, block_p, 0},
-                        {"BLOCK_N", 0, block_n_state, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0}};
-    int n2 = 5;
-    if (dt == TILE_F32) c2[n2++] = (tile_const){"TF32", 0, tf32, 0};
-    if (o->warps_state) c2[n2++] = (tile_const){"num_warps", 0, o->warps_state, 0};
-    if (get_kernel(run, K_STATE, dir, "fwd_pass_state.tile", name, c2, n2)) return -1;
+    tile_const c2[8] = {{"CHUNK", 0, Q, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0},
+                        {"BLOCK_K", 0, block_k, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_state, 0}};
+    tile_const f2[8] = {{"CHUNK", 0, Q, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0}};
+    int n2 = 5, nf2 = 2;
+    if (dt == TILE_F32) c2[n2++] = f2[nf2++] = (tile_const){"TF32", 0, tf32, 0};
+    if (o->warps_state) c2[n2++] = f2[nf2++] = (tile_const){"num_warps", 0, o->warps_state, 0};
+    if (o->block_k) f2[nf2++] = (tile_const){"BLOCK_K", 0, block_k, 0};
+    if (o->block_n_state) f2[nf2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
 
-    snprintf(name, sizeof name, "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
-    tile_const c3[8] = {{"CHUNK", 0, Q, 0}, {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0},
-                        {"BLOCK_N", 0, block_n_out, 0}, {"HAS_D", 0, in->D != NULL, 0},
-                        {"HAS_Z", 0, in->z != NULL, 0}};
-    int n3 = 6;
-    if (dt == TILE_F32) c3[n3++] = (tile_const){"TF32", 0, tf32, 0};
-    if (o->warps_out) c3[n3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
-    if (get_kernel(run, K_OUT, dir, "compute_out.tile", name, c3, n3)) return -1;
+    tile_const c3[8] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0},
+                        {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_out, 0}};
+    tile_const f3[8] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0}};
+    int n3 = 6, nf3 = 3;
+    if (dt == TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"TF32", 0, tf32, 0};
+    if (o->warps_out) c3[n3++] = f3[nf3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
+    if (o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
 
     /* chunk_cumsum(A, dt, dt_bias, dt_out, dA_cumsum, dt_min, dt_max) */
     tile_arg *a = run->args[K_CUMSUM];
@@ -380,9 +472,6 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o) {
     a[5] = tile_arg_f32((float)o->dt_min);
     a[6] = tile_arg_f32((float)o->dt_max);
     run->nargs[K_CUMSUM] = 7;
-    run->grid[K_CUMSUM][0] = nchunks;
-    run->grid[K_CUMSUM][1] = cdiv_int(H, block_h);
-    run->grid[K_CUMSUM][2] = Bt;
 
     /* fwd_pass_state(x, Bmat, dt_out, dA_cumsum, initial_states, states, final_states) */
     a = run->args[K_STATE];
@@ -395,9 +484,6 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o) {
     a[5] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
     a[6] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
     run->nargs[K_STATE] = 7;
-    run->grid[K_STATE][0] = cdiv_int(P, block_p) * cdiv_int(N, block_n_state);
-    run->grid[K_STATE][1] = H;
-    run->grid[K_STATE][2] = Bt;
 
     /* compute_out(x, Bmat, Cmat, z, D, dt_out, dA_cumsum, states, y) */
     a = run->args[K_OUT];
@@ -411,9 +497,17 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o) {
     a[7] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
     a[8] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
     run->nargs[K_OUT] = 9;
-    run->grid[K_OUT][0] = (Q / block_m) * cdiv_int(P, block_p);
-    run->grid[K_OUT][1] = nchunks;
-    run->grid[K_OUT][2] = Bt * H;
+
+    const tile_const *consts[K_COUNT] = {c1, c2, c3}, *fixed[K_COUNT] = {f1, f2, f3};
+    const int nconsts[K_COUNT] = {n1, n2, n3}, nfixed[K_COUNT] = {nf1, nf2, nf3};
+    for (int k = 0; k < K_COUNT; k++) {
+        if (tune) {
+            if (tune_kernel(run, k, name[k], fixed[k], nfixed[k], verbose)) return -1;
+        } else {
+            TRY(tile_kernel_get(run->mod[k], name[k], consts[k], nconsts[k], &run->kern[k]));
+            grid_for(run, k, consts[k], nconsts[k], run->grid[k]);
+        }
+    }
     return 0;
 }
 
@@ -634,6 +728,7 @@ int main(int argc, char **argv) {
            tile_dtype_name(cfg.opt.state_dtype), in.D ? (in.D_per_head ? ", D (heads)" : ", D (heads, headdim)") : "",
            in.z ? ", z" : "", in.dt_bias ? ", dt_bias" : "", cfg.opt.dt_softplus ? ", softplus" : "",
            in.initial_states ? ", initial states" : "", tile_ctx_device_name(run.ctx));
+    fflush(stdout);   /* before --tune's verbose table on stderr */
 
     int status = 0;
     M2Outputs out = {0};
@@ -643,7 +738,7 @@ int main(int argc, char **argv) {
             status = EXIT_CHECK;
         }
     }
-    if (status == 0 && (run_setup(&run, &in, &cfg.opt) || run_launch(&run, NULL) ||
+    if (status == 0 && (run_setup(&run, &in, &cfg.opt, cfg.tune, cfg.verbose) || run_launch(&run, NULL) ||
                         run_download(&run, &in, &cfg.opt, &out)))
         status = EXIT_CHECK;
     if (status == 0 && cfg.check) {
