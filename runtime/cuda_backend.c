@@ -104,7 +104,7 @@ static bool load_driver(Driver *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
     d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!d->lib) {
-        snprintf(err, errlen, "no CUDA driver found (libcuda.so.1: %s)", dlerror());
+        snprintf(err, errlen, "no CUDA driver found (%s)", dlerror());
         return false;
     }
     struct { void **slot; const char *name; } syms[] = {
