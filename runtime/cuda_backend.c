@@ -218,20 +218,20 @@ static void cuda_cache_warn(void *user, const char *path, const char *why) {
 }
 
 /* The key: everything that decides the binary, the generated source and the
- * device header in full (so two kernels can never share an entry).  The
- * options mirror what cuda_nvrtc_compile passes for a cubin of sm_<arch>,
- * with its fallback to compute_90 PTX. */
+ * device header in full (so two kernels can never share an entry), and the
+ * options cuda_nvrtc_compile passes (for a cubin of sm_<arch>, with its
+ * fallback to compute_90 PTX). */
 static char *cuda_cache_key(const CudaState *s, const char *source) {
     const char *fmt = "tilec %s cuda kernel\narch sm_%d\nnvrtc %s\n"
-                      "options --gpu-architecture=sm_%d --std=c++17 -default-device --ptxas-options=-v"
-                      " (else compute_90)\n"
+                      "options --gpu-architecture=sm_%d %s (else compute_90)\n"
                       "device header %zu bytes\n%s\nsource %zu bytes\n%s";
     size_t nheader = strlen(cuda_device_header), nsource = strlen(source);
-    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, nheader,
+    const char *opts = cuda_nvrtc_options();
+    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, opts, nheader,
                      cuda_device_header, nsource, source);
     char *key = n < 0 ? NULL : malloc((size_t)n + 1);
-    if (key) snprintf(key, (size_t)n + 1, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, nheader,
-                      cuda_device_header, nsource, source);
+    if (key) snprintf(key, (size_t)n + 1, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, opts,
+                      nheader, cuda_device_header, nsource, source);
     return key;
 }
 

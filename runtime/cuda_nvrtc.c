@@ -41,6 +41,22 @@ static char *get_log(nvrtcProgram prog) {
     return log;
 }
 
+/* The options of every compilation besides the architecture; the last one
+ * (ptxas -v) only when a cubin is wanted.  cuda_nvrtc_options() spells them
+ * for cache keys, so a change here changes every key. */
+static const char *const fixed_opts[] = {"--std=c++17", "-default-device", "--ptxas-options=-v"};
+enum { NFIXED_OPTS = sizeof fixed_opts / sizeof fixed_opts[0] };
+
+const char *cuda_nvrtc_options(void) {
+    static char text[256];
+    if (!text[0]) {
+        size_t k = 0;
+        for (int i = 0; i < NFIXED_OPTS; i++)
+            k += (size_t)snprintf(text + k, sizeof text - k, "%s%s", i ? " " : "", fixed_opts[i]);
+    }
+    return text;
+}
+
 /* One NVRTC compilation for `arch` as compute_XX (PTX) or sm_XX (cubin). */
 static int compile_once(const char *source, const char *name, const char *gpu_arch, int verbose,
                         nvrtcProgram *prog, char **log, char *err, size_t errlen) {
@@ -53,8 +69,9 @@ static int compile_once(const char *source, const char *name, const char *gpu_ar
     }
     char arch_opt[64];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", gpu_arch);
-    const char *opts[] = {arch_opt, "--std=c++17", "-default-device", "--ptxas-options=-v"};
-    int nopts = verbose ? 4 : 3;
+    const char *opts[1 + NFIXED_OPTS] = {arch_opt};
+    for (int i = 0; i < NFIXED_OPTS; i++) opts[1 + i] = fixed_opts[i];
+    int nopts = verbose ? 1 + NFIXED_OPTS : NFIXED_OPTS;
     r = nvrtcCompileProgram(*prog, nopts, opts);
     *log = get_log(*prog);
     if (r != NVRTC_SUCCESS) {

@@ -29,6 +29,8 @@ typedef struct CudaResources {
 int  cuda_nvrtc_compile(const char *source, const char *name, int arch, int want_cubin,
                         CudaBinary *out, char *err, size_t errlen);
 void cuda_binary_free(CudaBinary *b);
+/* The compile options besides --gpu-architecture, as one string, for cache keys. */
+const char *cuda_nvrtc_options(void);
 /* "major.minor" of NVRTC, for cache keys. */
 const char *cuda_nvrtc_version(void);
 void cuda_nvrtc_resources(const char *log, CudaResources *r);
