@@ -2,6 +2,7 @@
  * written here, its argument errors and exit statuses, and the emit modes.
  * usage: test_cli PATH_TO_TILEC SCRATCH_DIR */
 #include "check.h"
+#include "cli_run.h"
 #include "npy.h"
 
 #include <stdarg.h>
@@ -10,10 +11,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static const char *tilec;
-static char dir[1024];
-static char out_text[65536], err_text[65536];
 
 static const char *program =
     "kernel vadd(x: f32[N], y: f32[N], out: f32[N], const BLOCK: i32 = 16) {\n"
@@ -32,49 +29,6 @@ static const char *program =
     "kernel bcopy(x: bf16[N], out: bf16[N]) {\n"
     "    store(out, index=(bid(0),), tile=load(x, index=(bid(0),), shape=(16,)));\n"
     "}\n";
-
-static const char *path_of(const char *name) {
-    static char bufs[4][2048];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
-
-static void slurp(const char *path, char *buf, size_t n) {
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t k = fread(buf, 1, n - 1, f);
-    buf[k] = '\0';
-    fclose(f);
-}
-
-/* Runs tilec with the arguments (a shell word list) in the scratch directory;
- * returns its exit status and leaves its stdout and stderr in out_text/err_text. */
-static int run_tilec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run_tilec(const char *fmt, ...) {
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >cli.out 2>cli.err", dir, tilec, args);
-    int st = system(cmd);
-    slurp(path_of("cli.out"), out_text, sizeof out_text);
-    slurp(path_of("cli.err"), err_text, sizeof err_text);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-#define CHECK_RC(got, want)                                                                  \
-    do {                                                                                     \
-        int g_ = (got);                                                                      \
-        if (g_ != (want)) {                                                                  \
-            fprintf(stderr, "%s:%d: exit status %d, expected %d\n  stderr: %s\n", __FILE__,   \
-                    __LINE__, g_, (want), err_text);                                         \
-            check_failures++;                                                                \
-        }                                                                                    \
-    } while (0)
 
 static int exists(const char *name) {
     struct stat st;

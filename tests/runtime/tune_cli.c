@@ -4,6 +4,7 @@
  * expressions (cdiv, constants, array extents) with and without --tune.
  * usage: tune_cli PATH_TO_TILEC SCRATCH_DIR */
 #include "check.h"
+#include "cli_run.h"
 #include "npy.h"
 
 #include <stdarg.h>
@@ -12,10 +13,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static const char *tilec;
-static char dir[1024];
-static char err_text[65536];
 
 static const char *program =
     "kernel saxpy(x: f32[N], y: f32[N], out: f32[N], a: f32, const BLOCK: i32) {\n"
@@ -32,44 +29,6 @@ static const char *program =
     "    store(x, index=(bid(0),), tile=t + 1.0);\n"
     "}\n"
     "tune bump { BLOCK in (8, 16); }\n";
-
-static const char *path_of(const char *name) {
-    static char bufs[4][2048];
-    static int next;
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
-
-/* Runs tilec in the scratch directory; returns its exit status, stderr in err_text. */
-static int run_tilec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run_tilec(const char *fmt, ...) {
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s >cli.out 2>cli.err", dir, tilec, args);
-    int st = system(cmd);
-    err_text[0] = '\0';
-    FILE *f = fopen(path_of("cli.err"), "rb");
-    if (f) {
-        size_t k = fread(err_text, 1, sizeof err_text - 1, f);
-        err_text[k] = '\0';
-        fclose(f);
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-#define CHECK_RC(got, want)                                                                  \
-    do {                                                                                     \
-        int g_ = (got);                                                                      \
-        if (g_ != (want)) {                                                                  \
-            fprintf(stderr, "%s:%d: exit status %d, expected %d\n  stderr: %s\n", __FILE__,   \
-                    __LINE__, g_, (want), err_text);                                         \
-            check_failures++;                                                                \
-        }                                                                                    \
-    } while (0)
 
 enum { N = 100 };
 
