@@ -15,21 +15,20 @@
  *     then with warp shuffles, then across warps through shared memory;
  *     reshape / permute / broadcast / most extracts and cats only relabel
  *     bits; what cannot be relabelled goes through shared memory;
- *   - `mma` with f16 / bf16 / tf32 operands stages them in padded shared
- *     memory and runs mma.sync (m16n8k16 with ldmatrix, m16n8k8 tf32); other
- *     dtypes run exact FMAs in k order (bit-exact with the interpreter);
+ *   - `mma` with f16 / bf16 / tf32 operands runs mma.sync (m16n8k16 with
+ *     ldmatrix, m16n8k8 tf32) from shared memory: operands that come
+ *     straight from a load are copied there by cp.async, pipelined over the
+ *     iterations of their loop (emit_cuda_async.c); computed operands are
+ *     staged from registers into padded buffers; other dtypes run exact FMAs
+ *     in k order (bit-exact with the interpreter);
  *   - locals (`var`) get one layout for life, found by running the emitter
  *     in analysis mode until the layouts of locals stop changing;
  *   - scalar code is uniform over the block, so control flow is plain C and
  *     __syncthreads() may sit anywhere.
- *   - loads with latency >= 2 in an mma loop are prefetched one iteration
- *     ahead into registers (emit_cuda_ops.c; opt-in: no gain measured yet).
- * Measured on the H200: softmax / layernorm rows at 75-88% of copy
- * bandwidth; bf16 / tf32 matmul at ~14% / ~20% of cuBLAS (mma.sync from
- * padded shared memory, no overlap of global loads and math).
- * Next steps: cp.async into double-buffered shared memory for mma operands,
- * 16-bit values packed two per register, swizzled instead of padded
- * staging, and wgmma + TMA on sm_90a.
+ * Measured on the H200 (docs/performance.md): softmax / layernorm rows at
+ * 75-88% of copy bandwidth; bf16 / tf32 matmul at ~34% / ~24% of cuBLAS.
+ * Next steps: swizzled instead of padded buffers, 16-bit values packed two
+ * per register, and wgmma + TMA on sm_90a.
  */
 #include "emit_cuda_int.h"
 
@@ -1094,6 +1093,8 @@ void ce_emit_line(Emitter *E, const IrOp *op) {
 }
 
 void ce_emit_op(Emitter *E, const IrOp *op) {
+    /* views of a cp.async operand have no registers: the mma reads the buffer */
+    if (ce_async_is_view(E, op->result)) return;
     ce_emit_line(E, op);
     const IrFunc *f = E->f;
     switch (op->op) {
@@ -1160,8 +1161,8 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         emit_cat(E, op);
         return;
     case OP_LOAD:
-        if (E->npf && ce_emit_prefetched_load(E, op)) return;
-        ce_emit_load(E, op);
+        if (ce_async_is_load(E, op->result)) ce_async_emit_load(E, op);
+        else ce_emit_load(E, op);
         return;
     case OP_STORE:
         emit_store(E, op);
@@ -1178,39 +1179,25 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         ce_out(E, "{");
         E->indent++;
         ce_out(E, "const %s %s_hi = (%s)%s, %s_st = (%s)%s;", IT, i, IT, hi, i, IT, st);
-        /* pipelining: the first iteration's loads before the loop */
-        const IrOp *outer_loop = E->pf_loop;
-        int outer_n = E->npf;
-        const IrOp *outer_loads[8];
-        const char *outer_bufs[8], *outer_next = E->pf_next_iv;
-        int outer_lays[8];
-        memcpy(outer_loads, E->pf_loads, sizeof outer_loads);
-        memcpy(outer_bufs, E->pf_bufs, sizeof outer_bufs);
-        memcpy(outer_lays, E->pf_lays, sizeof outer_lays);
-        E->npf = ce_pf_choose(E, op);
-        E->pf_loop = op;
-        if (E->npf) {
-            E->pf_next_iv = ce_fmt_str(E, "%s + %s_st", i, i);
-            ce_emit_prefetch(E, op, lo, true);
-        }
+        AsyncLoopState outer;
+        bool piped = ce_async_loop_begin(E, op, i, lo, &outer);
         if (u64)
             ce_out(E, "for (%s %s = (%s)%s; %s_st != 0 && %s < %s_hi; %s += %s_st) {", IT, i, IT, lo, i, i, i, i, i);
+        else if (piped)   /* the iteration count picks the buffers */
+            ce_out(E, "for (%s %s = (%s)%s; %s_st > 0 ? %s < %s_hi : (%s_st < 0 && %s > %s_hi); %s += %s_st, ++%s_it) {",
+                IT, i, IT, lo, i, i, i, i, i, i, i, i, i);
         else
             ce_out(E, "for (%s %s = (%s)%s; %s_st > 0 ? %s < %s_hi : (%s_st < 0 && %s > %s_hi); %s += %s_st) {",
                 IT, i, IT, lo, i, i, i, i, i, i, i, i);
         E->indent++;
+        if (piped) ce_async_loop_top(E, op, i);
         emit_scalar_def(E, op, ce_fmt_str(E, "(%s)%s", ce_ctype(t), i));
         ce_emit_block(E, op->body);
         E->indent--;
         ce_out(E, "}");
+        ce_async_loop_end(E, piped, &outer);
         E->indent--;
         ce_out(E, "}");
-        E->pf_loop = outer_loop;
-        E->npf = outer_n;
-        E->pf_next_iv = outer_next;
-        memcpy(E->pf_loads, outer_loads, sizeof outer_loads);
-        memcpy(E->pf_bufs, outer_bufs, sizeof outer_bufs);
-        memcpy(E->pf_lays, outer_lays, sizeof outer_lays);
         return;
     }
     case OP_LOOP:
@@ -1253,10 +1240,12 @@ void ce_emit_block(Emitter *E, const IrBlock *blk) {
     size_t n = sizeof(Val) * (size_t)E->f->nvalues;
     Val *saved = malloc(n ? n : 1);
     if (saved) memcpy(saved, E->vals, n);
+    int64_t async_top = E->async_top;   /* cp.async buffers of this block's loads */
     for (int i = 0; i < blk->nops; i++) {
         ce_emit_op(E, blk->ops[i]);
         if (E->errors && !E->analysis) break;
     }
+    E->async_top = async_top;
     if (saved) memcpy(E->vals, saved, n);
     free(saved);
 }
@@ -1314,6 +1303,7 @@ static void emitter_reset(Emitter *E) {
     E->ntmp = 0;
     E->last_line = -1;
     E->smem_bytes = 0;
+    E->async_top = E->async_peak = 0;
     for (int i = 0; i < E->f->nvalues; i++) E->vals[i].lay = -1, E->vals[i].name = "undef";
     for (int k = 0; k < E->nlays; k++) E->lay_used[k] = false;
 }
@@ -1335,7 +1325,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.warpbits = lay_log2(warps);
     E.threads = warps * 32;
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
-    E.pf_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
+    E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.local_lay = ARENA_ARRAY(&E.mem, int, f->nlocals + 1);
     for (int i = 0; i < f->nlocals; i++) E.local_lay[i] = -1;
     for (int i = 0; i < f->nvalues; i++) {
@@ -1347,6 +1337,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
             return -1;
         }
     }
+    ce_async_analyse(&E);
     /* analysis passes: settle the layouts of locals */
     E.analysis = true;
     for (int pass = 0; pass < 8; pass++) {
@@ -1376,7 +1367,10 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
         if (dtype_is_float(c->type.dtype)) ce_buf_printf(&o, " %s=%g", c->name, c->v.f);
         else ce_buf_printf(&o, " %s=%lld", c->name, (long long)c->v.i);
     }
-    ce_buf_printf(&o, "\n// %d threads, %d bytes of shared memory\n", E.threads, E.smem_bytes);
+    /* cp.async buffers after the scratch area */
+    int scratch = (E.smem_bytes + 127) / 128 * 128;
+    int smem = E.async_peak ? scratch + (int)E.async_peak : E.smem_bytes;
+    ce_buf_printf(&o, "\n// %d threads, %d bytes of shared memory\n", E.threads, smem);
     ce_buf_printf(&o, "#include \"%s\"\n\n", CUDA_DEVICE_HEADER_NAME);
     int occ = E.opt.num_warps ? 0 : f->occupancy;
     if (occ > 0) ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", E.threads, occ, name.p);
@@ -1386,6 +1380,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     ce_buf_printf(&o, "    extern __shared__ __align__(16) unsigned char tile_smem[];\n");
     ce_buf_printf(&o, "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
     ce_buf_printf(&o, "    (void)lane; (void)warp; (void)tile_smem;\n");
+    if (E.async_peak) ce_buf_printf(&o, "    unsigned char *const tile_async = tile_smem + %d;\n", scratch);
     emit_prologue(&E, &o);
     for (int i = 0; i < f->nlocals; i++) {
         int ll = E.local_lay[i];
@@ -1399,7 +1394,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     res->source = o.p;
     res->name = name.p;
     res->threads = E.threads;
-    res->smem_bytes = E.smem_bytes;
+    res->smem_bytes = smem;
     arena_free(&E.mem);
     return 0;
 }

@@ -1,7 +1,8 @@
 /* emit_cuda_int.h: what the two files of the CUDA emitter share (not a
  * public header).  emit_cuda.c: values, layouts, memory, element-wise and
  * shape ops, control flow and the kernel; emit_cuda_ops.c: reductions,
- * scans, mma, print and the prefetching of loads in mma loops.
+ * scans, mma, print; emit_cuda_async.c: mma operands copied by cp.async,
+ * pipelined over loops.
  * Prefix: ce_. */
 #ifndef TILEC_EMIT_CUDA_INT_H
 #define TILEC_EMIT_CUDA_INT_H
@@ -26,6 +27,8 @@ typedef struct Val {
     const char *name;     /* C name of its registers */
 } Val;
 
+#define ASYNC_MAX_PIPE 8
+
 typedef struct Emitter {
     const IrFunc *f;
     Diag *diag;
@@ -45,14 +48,20 @@ typedef struct Emitter {
     int ntmp;
     int last_line;
     int errors;
-    /* loads of the innermost pipelined loop (see emit_prefetch) */
-    const IrOp *pf_loop;
-    const IrOp *pf_loads[8];
-    const char *pf_bufs[8];
-    int pf_lays[8];
-    int npf;
-    bool *pf_chain;           /* per value: recomputed for the next iteration */
-    const char *pf_next_iv;   /* C expression of the next iteration's variable */
+    /* cp.async operands (emit_cuda_async.c), per value id */
+    int *nuses;               /* uses by ops */
+    signed char *async_kind;  /* not async / an async load / a view of one (no code) */
+    int *async_pitch;         /* async load: row pitch of its buffer, elements */
+    const char **async_ptr;   /* async load: C expression of this iteration's buffer */
+    int *async_stages;        /* async load: buffers when pipelined */
+    bool *pipe_chain;         /* scalars recomputed for a later iteration */
+    int64_t async_top, async_peak;   /* bytes of async buffers in use / at most */
+    /* the innermost pipelined loop */
+    const IrOp *pipe_loop;
+    const IrOp *pipe_loads[ASYNC_MAX_PIPE];
+    int64_t pipe_off[ASYNC_MAX_PIPE];
+    int npipe, pipe_stages;
+    const char *pipe_stage;   /* C name of this iteration's stage */
 } Emitter;
 
 void ce_buf_vprintf(Buf *b, const char *fmt, va_list ap);
@@ -102,9 +111,31 @@ void ce_emit_reduce(Emitter *E, const IrOp *op);
 void ce_emit_scan(Emitter *E, const IrOp *op);
 void ce_emit_mma(Emitter *E, const IrOp *op);
 void ce_emit_print(Emitter *E, const IrOp *op);
-int ce_pf_choose(Emitter *E, const IrOp *loop);
-void ce_emit_prefetch(Emitter *E, const IrOp *loop, const char *iv, bool declare);
-bool ce_emit_prefetched_load(Emitter *E, const IrOp *op);
+bool ce_mma_on_tensor_cores(const Type *a, const Type *b, const Type *result);
+
+/* emit_cuda_async.c: mma operands by cp.async */
+typedef struct SmemOperand {
+    const char *base;   /* C expression: element (0, 0) of the stored operand */
+    int ld;             /* elements between stored rows */
+    bool kmajor;        /* stored with K contiguous: A as [M][K], B as [N][K] */
+    bool round_tf32;    /* f32 in memory, rounded to tf32 when read */
+} SmemOperand;
+typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across a nested one */
+    const IrOp *loop;
+    const IrOp *loads[ASYNC_MAX_PIPE];
+    int64_t off[ASYNC_MAX_PIPE];
+    int n, stages;
+    const char *stage;
+    int64_t top;
+} AsyncLoopState;
+void ce_async_analyse(Emitter *E);
+bool ce_async_is_view(Emitter *E, int v);
+bool ce_async_is_load(Emitter *E, int v);
+void ce_async_emit_load(Emitter *E, const IrOp *ld);
+bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save);
+void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i);
+void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save);
+bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out);
 const Layout *ce_lay(Emitter *E, int id);
 
 #endif

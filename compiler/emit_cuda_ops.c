@@ -245,6 +245,67 @@ static void stage_operand(Emitter *E, int id, int64_t base, int ld) {
     if (own) E->indent--, ce_out(E, "}");
 }
 
+/* mma.sync on the tensor cores (else exact FMAs): f16 / bf16 / tf32 operands
+ * of one dtype, f32 or f16 result, M, N, K multiples of the instruction's. */
+bool ce_mma_on_tensor_cores(const Type *at, const Type *bt, const Type *t) {
+    DType adt = at->dtype;
+    int M = at->shape[at->rank - 2], K = at->shape[at->rank - 1], N = bt->shape[bt->rank - 1];
+    int kstep = adt == DT_TF32 ? 8 : 16;
+    return adt == bt->dtype && (ce_is_half(adt) || adt == DT_TF32) && (t->dtype == DT_F32 || t->dtype == DT_F16) &&
+           M % 16 == 0 && N % 8 == 0 && K % kstep == 0;
+}
+
+/* Fragment registers of the A operand (m16 x k16, or k8 for tf32) of rows
+ * m0 + 16 mi, from shared memory as `o` describes. */
+static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int s) {
+    if (s == 2) {
+        if (o->kmajor)
+            ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s + (m0 + %d + (lane & 15)) * %d + k0 + (lane >> 4) * 8);",
+                mi, mi, mi, mi, o->base, mi * 16, o->ld);
+        else   /* stored [K][M]: transposed 8x8 blocks */
+            ce_out(E, "tile_ldsm_x4_trans(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s + (k0 + (lane & 7) + (lane >> 4) * 8) * %d + m0 + %d + ((lane >> 3) & 1) * 8);",
+                mi, mi, mi, mi, o->base, o->ld, mi * 16);
+        return;
+    }
+    /* tf32 a0..a3 = (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4) from one row pointer */
+    const char *p = o->kmajor ? ce_fmt_str(E, "(%s + (m0 + %d + g) * %d + k0 + q)", o->base, mi * 16, o->ld)
+                              : ce_fmt_str(E, "(%s + (k0 + q) * %d + m0 + %d + g)", o->base, o->ld, mi * 16);
+    int dm = o->kmajor ? 8 * o->ld : 8, dk = o->kmajor ? 4 : 4 * o->ld;
+    const int off[4] = {0, dm, dk, dm + dk};
+    for (int r = 0; r < 4; r++) {
+        const char *x = ce_fmt_str(E, "%s[%d]", p, off[r]);
+        ce_out(E, "fa[%d][%d] = __float_as_uint(%s);", mi, r, o->round_tf32 ? ce_fmt_str(E, "tile_tf32(%s)", x) : x);
+    }
+}
+
+/* Fragment registers of the B operand for n-blocks ni (and ni + 1 when
+ * `pair`), columns n0 + 8 ni. */
+static void load_b_fragment(Emitter *E, const SmemOperand *o, int ni, bool pair, int s) {
+    if (s == 2) {
+        if (!o->kmajor && pair)   /* stored [K][N] */
+            ce_out(E, "tile_ldsm_x4_trans(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s + (k0 + (lane & 15)) * %d + n0 + %d + (lane >> 4) * 8);",
+                ni, ni, ni + 1, ni + 1, o->base, o->ld, ni * 8);
+        else if (!o->kmajor)
+            ce_out(E, "tile_ldsm_x2_trans(fb[%d][0], fb[%d][1], %s + (k0 + (lane & 15)) * %d + n0 + %d);",
+                ni, ni, o->base, o->ld, ni * 8);
+        else if (pair)            /* stored [N][K] */
+            ce_out(E, "tile_ldsm_x4(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s + (n0 + %d + (lane & 7) + (lane >> 4) * 8) * %d + k0 + ((lane >> 3) & 1) * 8);",
+                ni, ni, ni + 1, ni + 1, o->base, ni * 8, o->ld);
+        else
+            ce_out(E, "tile_ldsm_x2(fb[%d][0], fb[%d][1], %s + (n0 + %d + (lane & 7)) * %d + k0 + ((lane >> 3) & 1) * 8);",
+                ni, ni, o->base, ni * 8, o->ld);
+        return;
+    }
+    /* tf32 b0, b1 = (k = q, n = g), (k = q + 4, n = g) */
+    const char *p = o->kmajor ? ce_fmt_str(E, "(%s + (n0 + %d + g) * %d + k0 + q)", o->base, ni * 8, o->ld)
+                              : ce_fmt_str(E, "(%s + (k0 + q) * %d + n0 + %d + g)", o->base, o->ld, ni * 8);
+    int dk = o->kmajor ? 4 : 4 * o->ld;
+    for (int r = 0; r < 2; r++) {
+        const char *x = ce_fmt_str(E, "%s[%d]", p, r * dk);
+        ce_out(E, "fb[%d][%d] = __float_as_uint(%s);", ni, r, o->round_tf32 ? ce_fmt_str(E, "tile_tf32(%s)", x) : x);
+    }
+}
+
 void ce_emit_mma(Emitter *E, const IrOp *op) {
     int ia = op->args[0], ib = op->args[1], ic = op->args[2];
     const Type *at = ce_vtype(E, ia), *bt = ce_vtype(E, ib), *t = ce_vtype(E, op->result);
@@ -253,8 +314,11 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     int batch = t->rank == 3 ? t->shape[0] : 1;
     bool abatch = at->rank == 3, bbatch = bt->rank == 3;
     int kstep = adt == DT_TF32 ? 8 : 16;
-    bool tensor = adt == bdt && (ce_is_half(adt) || adt == DT_TF32) && (rt == DT_F32 || rt == DT_F16) &&
-                  M % 16 == 0 && N % 8 == 0 && K % kstep == 0;
+    bool tensor = ce_mma_on_tensor_cores(at, bt, t);
+    /* operands already in shared memory (cp.async) are read where they are */
+    SmemOperand oa, ob;
+    bool a_async = tensor && ce_async_operand(E, ia, 0, &oa);
+    bool b_async = tensor && ce_async_operand(E, ib, 1, &ob);
     ce_fit_operand(E, ic, t);
     int lay;
     if (tensor) {
@@ -280,17 +344,21 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     for (int r = 0; r < ce_nregs(E, lay); r++) ce_out(E, "%s = %s;", ce_reg(E, d, lay, r), ce_ew_cast(E, ct, acc, ce_reg(E, c, lay, r)));
     int s = ce_regsize(adt);
     int lda = tensor ? K + (s == 2 ? 8 : 4) : K, ldb = tensor ? N + 8 : N;
-    int64_t a_elems = (int64_t)(abatch ? batch : 1) * M * lda;
+    int64_t a_elems = a_async ? 0 : (int64_t)(abatch ? batch : 1) * M * lda;
     int64_t b_off = ((a_elems * s + 15) / 16) * 16 / ce_regsize(bdt);
-    int64_t b_elems = (int64_t)(bbatch ? batch : 1) * K * ldb;
+    int64_t b_elems = b_async ? 0 : (int64_t)(bbatch ? batch : 1) * K * ldb;
     ce_need_smem(E, b_off * ce_regsize(bdt) + b_elems * ce_regsize(bdt));
-    /* conversions use shared memory too: all of them before the staging */
-    ce_make_full(E, ia);
-    ce_make_full(E, ib);
-    ce_out(E, "__syncthreads();");
-    stage_operand(E, ia, 0, lda);
-    stage_operand(E, ib, b_off, ldb);
-    ce_out(E, "__syncthreads();");
+    if (!a_async || !b_async) {
+        /* conversions use shared memory too: all of them before the staging */
+        if (!a_async) ce_make_full(E, ia);
+        if (!b_async) ce_make_full(E, ib);
+        ce_out(E, "__syncthreads();");
+        if (!a_async) stage_operand(E, ia, 0, lda);
+        if (!b_async) stage_operand(E, ib, b_off, ldb);
+        ce_out(E, "__syncthreads();");
+    }
+    if (!a_async) oa = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), lda, true, false};
+    if (!b_async) ob = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem + %lld)", ce_ctype(bdt), (long long)b_off), ldb, false, false};
     ce_out(E, "{");
     E->indent++;
     const Layout *R = ce_lay(E, lay);
@@ -305,9 +373,6 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         }
         (void)wnb;
         int MI = (M / 16) >> wmbits, NI = (N / 8) >> wnbits;
-        const char *ET = ce_ctype(adt);
-        ce_out(E, "const %s *As = (const %s *)tile_smem;", ET, ET);
-        ce_out(E, "const %s *Bs = (const %s *)tile_smem + %lld;", ET, ET, (long long)b_off);
         ce_out(E, "const int m0 = ((warp >> %d) & %d) * %d, n0 = (warp & %d) * %d;", wnbits, (1 << wmbits) - 1,
             M >> wmbits, (1 << wnbits) - 1, N >> wnbits);
         ce_out(E, "const int g = lane >> 2, q = lane & 3;");
@@ -315,34 +380,17 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         ce_out(E, "unsigned fa[%d][4], fb[%d][2];", MI, NI);
         const char *mma = adt == DT_TF32 ? "tile_mma_m16n8k8_tf32" : adt == DT_BF16 ? "tile_mma_m16n8k16_bf16" : "tile_mma_m16n8k16_f16";
         for (int bb = 0; bb < batch; bb++) {
-            int64_t abase = (int64_t)(abatch ? bb : 0) * M * lda, bbase = (int64_t)(bbatch ? bb : 0) * K * ldb;
+            SmemOperand a = oa, b = ob;   /* batch bb: whole operands further on */
+            if (abatch && bb) a.base = ce_fmt_str(E, "(%s + %lld)", oa.base, (long long)bb * M * lda);
+            if (bbatch && bb) b.base = ce_fmt_str(E, "(%s + %lld)", ob.base, (long long)bb * K * ldb);
             ce_out(E, "#pragma unroll");
             ce_out(E, "for (int k0 = 0; k0 < %d; k0 += %d) {", K, kstep);
             E->indent++;
-            for (int mi = 0; mi < MI; mi++) {
-                if (s == 2) {
-                    ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], As + %lld + (m0 + %d + (lane & 15)) * %d + k0 + (lane >> 4) * 8);",
-                        mi, mi, mi, mi, (long long)abase, mi * 16, lda);
-                } else {
-                    const char *row = ce_fmt_str(E, "(As + %lld + (m0 + %d + g) * %d + k0 + q)", (long long)abase, mi * 16, lda);
-                    ce_out(E, "fa[%d][0] = __float_as_uint(%s[0]); fa[%d][1] = __float_as_uint(%s[%d]);", mi, row, mi, row, 8 * lda);
-                    ce_out(E, "fa[%d][2] = __float_as_uint(%s[4]); fa[%d][3] = __float_as_uint(%s[%d]);", mi, row, mi, row, 8 * lda + 4);
-                }
-            }
+            for (int mi = 0; mi < MI; mi++) load_a_fragment(E, &a, mi, s);
             for (int ni = 0; ni < NI; ni++) {
-                if (s == 2) {
-                    if (ni + 1 < NI && ni % 2 == 0) {
-                        ce_out(E, "tile_ldsm_x4_trans(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], Bs + %lld + (k0 + (lane & 15)) * %d + n0 + %d + (lane >> 4) * 8);",
-                            ni, ni, ni + 1, ni + 1, (long long)bbase, ldb, ni * 8);
-                        ni++;
-                    } else {
-                        ce_out(E, "tile_ldsm_x2_trans(fb[%d][0], fb[%d][1], Bs + %lld + (k0 + (lane & 15)) * %d + n0 + %d);",
-                            ni, ni, (long long)bbase, ldb, ni * 8);
-                    }
-                } else {
-                    const char *col = ce_fmt_str(E, "(Bs + %lld + (k0 + q) * %d + n0 + %d + g)", (long long)bbase, ldb, ni * 8);
-                    ce_out(E, "fb[%d][0] = __float_as_uint(%s[0]); fb[%d][1] = __float_as_uint(%s[%d]);", ni, col, ni, col, 4 * ldb);
-                }
+                bool pair = s == 2 && ni + 1 < NI && ni % 2 == 0;
+                load_b_fragment(E, &b, ni, pair, s);
+                if (pair) ni++;
             }
             for (int mi = 0; mi < MI; mi++)
                 for (int ni = 0; ni < NI; ni++) {
@@ -493,135 +541,3 @@ void ce_emit_print(Emitter *E, const IrOp *op) {
     E->indent--;
     ce_out(E, "}");
 }
-
-/* ---- software pipelining: prefetching the loads of an mma loop ------------------ */
-
-/* In `for k in range(..) { a = load(x, (.., k), latency=2); ...; acc = mma(a, b, acc) }`
- * the loads of iteration k + step are issued right after iteration k has its
- * tiles (into registers), so global memory latency overlaps the mma.  A load
- * qualifies when it asks for it (latency >= 2), its indices are pure scalar
- * functions of the induction variable and of values from outside the loop,
- * and nothing in the loop writes its array.  Loads past the end read padding
- * and are never used.  Opt-in: on the H200 the matmul examples measured no
- * gain from it (the registers it holds cost occupancy); cp.async into a
- * second shared-memory buffer is the better next step. */
-
-static bool writes_array(const IrBlock *blk, int arr) {
-    if (!blk) return false;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        if ((o->op == OP_STORE || o->op == OP_SCATTER || o->op == OP_ATOMIC_ADD || o->op == OP_ATOMIC_MAX ||
-             o->op == OP_ATOMIC_MIN) && o->array == arr)
-            return true;
-        if (writes_array(o->body, arr) || writes_array(o->else_body, arr)) return true;
-    }
-    return false;
-}
-
-static const IrOp *body_def(const IrOp *loop, int v) {
-    for (int i = 0; i < loop->body->nops; i++)
-        if (loop->body->ops[i]->result == v) return loop->body->ops[i];
-    return NULL;
-}
-
-/* Can value v be recomputed for the next iteration?  Marks the ops needed. */
-static bool pf_recomputable(Emitter *E, const IrOp *loop, int v, bool *chain, int depth) {
-    if (v == loop->result) return true;
-    const IrOp *d = body_def(loop, v);
-    if (!d) return true;                     /* defined outside the loop */
-    if (depth > 32 || ce_vtype(E, v)->rank != 0) return false;
-    bool pure = d->op == OP_CONST || d->op == OP_PARAM || d->op == OP_ARRAY_DIM || d->op == OP_ARRAY_STRIDE ||
-                d->op == OP_BID || d->op == OP_NUM_BLOCKS || (d->op >= OP_NEG && d->op <= OP_WHERE);
-    if (!pure) return false;
-    for (int i = 0; i < d->nargs; i++)
-        if (!pf_recomputable(E, loop, d->args[i], chain, depth + 1)) return false;
-    chain[v] = true;
-    return true;
-}
-
-/* Chooses the loads of `loop` to prefetch; returns how many. */
-int ce_pf_choose(Emitter *E, const IrOp *loop) {
-    bool has_mma = false;
-    for (int i = 0; i < loop->body->nops; i++) has_mma |= loop->body->ops[i]->op == OP_MMA;
-    if (!has_mma) return 0;
-    int n = 0;
-    int64_t regs = 0;
-    for (int i = 0; i < E->f->nvalues; i++) E->pf_chain[i] = false;
-    for (int i = 0; i < loop->body->nops && n < 8; i++) {
-        const IrOp *o = loop->body->ops[i];
-        /* only in the fast variant (32-bit offsets): the general one keeps registers */
-        if (o->op != OP_LOAD || o->latency < 2 || writes_array(loop->body, o->array) ||
-            !(ce_array_flags(E, o->array) & CUDA_ARRAY_OFF32))
-            continue;
-        bool ok = true;
-        for (int a = 0; a < o->nargs && ok; a++) ok = pf_recomputable(E, loop, o->args[a], E->pf_chain, 0);
-        int64_t r = type_numel(ce_vtype(E, o->result)) / E->threads;
-        if (!ok || regs + r > 64) continue;
-        regs += r;
-        E->pf_loads[n++] = o;
-    }
-    return n;
-}
-
-/* Emits the prefetched loads for the iteration whose variable is `iv`
- * (a C expression) into the buffers (declaring them on the first call). */
-void ce_emit_prefetch(Emitter *E, const IrOp *loop, const char *iv, bool declare) {
-    size_t n = sizeof(Val) * (size_t)E->f->nvalues;
-    Val *saved = malloc(n ? n : 1);
-    if (!saved) return;
-    memcpy(saved, E->vals, n);
-    const char *ivn = ce_fresh(E, "n");
-    DType t = ce_vdt(E, loop->result);
-    ce_out(E, "const %s %s = (%s)(%s);", ce_ctype(t), ivn, ce_ctype(t), iv);
-    Layout scalar;
-    memset(&scalar, 0, sizeof scalar);
-    ce_set_val(E, loop->result, ivn, ce_lay_add(E, &scalar));
-    int last = 0;
-    for (int i = 0; i < loop->body->nops; i++)
-        for (int k = 0; k < E->npf; k++)
-            if (loop->body->ops[i] == E->pf_loads[k]) last = i;
-    for (int i = 0; i <= last; i++) {
-        const IrOp *o = loop->body->ops[i];
-        int k = -1;
-        for (int j = 0; j < E->npf; j++)
-            if (o == E->pf_loads[j]) k = j;
-        if (k < 0) {
-            if (o->result >= 0 && E->pf_chain[o->result]) ce_emit_op(E, o);
-            continue;
-        }
-        ce_emit_load(E, o);
-        Val *v = ce_val(E, o->result);
-        if (declare) {
-            E->pf_bufs[k] = v->name;      /* the first prefetch is the buffer */
-            E->pf_lays[k] = v->lay;
-            saved[o->result] = *v;
-        } else {
-            for (int r = 0; r < ce_nregs(E, v->lay); r++)
-                ce_out(E, "%s = %s;", ce_reg(E, E->pf_bufs[k], E->pf_lays[k], r), ce_reg(E, v->name, v->lay, r));
-        }
-    }
-    memcpy(E->vals, saved, n);
-    free(saved);
-}
-
-/* A load of the pipelined loop: this iteration's tile is in its buffer. */
-bool ce_emit_prefetched_load(Emitter *E, const IrOp *op) {
-    int k = -1;
-    for (int j = 0; j < E->npf; j++)
-        if (op == E->pf_loads[j]) k = j;
-    if (k < 0) return false;
-    const char *name = ce_fresh(E, "v");
-    DType dt = ce_vdt(E, op->result);
-    ce_set_val(E, op->result, name, E->pf_lays[k]);
-    ce_decl(E, dt, name, E->pf_lays[k]);
-    for (int r = 0; r < ce_nregs(E, E->pf_lays[k]); r++)
-        ce_out(E, "%s = %s;", ce_reg(E, name, E->pf_lays[k], r), ce_reg(E, E->pf_bufs[k], E->pf_lays[k], r));
-    /* after the last one, the next iteration's loads go out */
-    int last = -1;
-    for (int i = 0; i < E->pf_loop->body->nops; i++)
-        for (int j = 0; j < E->npf; j++)
-            if (E->pf_loop->body->ops[i] == E->pf_loads[j]) last = i;
-    if (last >= 0 && E->pf_loop->body->ops[last] == op) ce_emit_prefetch(E, E->pf_loop, E->pf_next_iv, false);
-    return true;
-}
-

@@ -191,9 +191,19 @@ TILE_DEV void tile_ldsm_x4_trans(unsigned &r0, unsigned &r1, unsigned &r2, unsig
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(tile_smem_addr(p)));
 }
-TILE_DEV void tile_cp_async16(void *smem, const void *gmem) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(tile_smem_addr(smem)), "l"(gmem));
+TILE_DEV void tile_ldsm_x2(unsigned &r0, unsigned &r1, const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                 : "=r"(r0), "=r"(r1) : "r"(tile_smem_addr(p)));
 }
+/* 16 bytes global -> shared without registers; the first `bytes` (0..16) are
+ * read, the rest zero-filled (array edges) */
+TILE_DEV void tile_cp_async16(void *smem, const void *gmem, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(tile_smem_addr(smem)), "l"(gmem), "r"(bytes) : "memory");
+}
+TILE_DEV void tile_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/* waits until at most N of this thread's committed groups are in flight */
+template <int N> TILE_DEV void tile_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
 TILE_DEV void tile_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 /* ---- mma.sync: one wrapper per shape (row.col, f32 accumulators) ---------- */

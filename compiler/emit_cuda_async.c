@@ -1,0 +1,461 @@
+/* emit_cuda_async.c: mma operands copied straight from global to shared
+ * memory with cp.async, pipelined over the iterations of a loop.
+ *
+ * A load is *async* when its tile reaches a tensor-core mma operand through
+ * nothing but view ops -- reshapes that add or drop unit axes, permutes, a
+ * cast to its own storage (bf16 -> bf16; f32 -> tf32, whose rounding moves to
+ * the fragment reads) -- every value of that chain having that one use; when
+ * the launch says the array is 16-byte aligned with a unit-stride last axis
+ * (CUDA_ARRAY_VEC16) and that axis is one of the tile's two non-unit axes;
+ * and when out-of-range elements read as zero.  Its tile never visits
+ * registers: cp.async writes it to shared memory as memory holds it (the
+ * contiguous axis innermost, rows padded so fragment reads are free of bank
+ * conflicts) and the mma reads its fragments there, with ldmatrix or
+ * ldmatrix.trans depending on which way round the operand is stored.
+ *
+ * An async load at the top level of a `for` body is *pipelined* when its
+ * indices can be recomputed for a later iteration (pure scalar functions of
+ * the induction variable and of values from outside the loop) and the loop
+ * does not write its array: STAGES buffers (the load's `latency` + 1,
+ * default 3), the copies of the first STAGES - 1 iterations before the loop,
+ * and at the top of iteration i: wait for iteration i's copies, one barrier
+ * (which also frees the buffer iteration i - 1 read), then issue the copies
+ * of iteration i + STAGES - 1.  After the loop every copy is waited for.
+ * Other async loads copy, wait and synchronise where they stand.
+ *
+ * Shared memory: async buffers sit after the scratch area that conversions
+ * and register-staged operands use (`tile_async` in the kernel); they are
+ * allocated like a stack: a block's buffers are free again when it ends.
+ * Prefix: ce_async_ (the few functions emit_cuda.c and emit_cuda_ops.c call). */
+#include "emit_cuda_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { ASYNC_NONE, ASYNC_LOAD, ASYNC_VIEW };
+
+#define ASYNC_MAX_STAGES 8
+/* Pipelines stop growing (fewer stages, then none) at this much shared memory
+ * for all async buffers in use: more would cost occupancy than it buys. */
+#define ASYNC_BUDGET (100 * 1024)
+
+/* ---- analysis (once per kernel) ------------------------------------------------ */
+
+static void count_uses(Emitter *E, const IrBlock *blk) {
+    if (!blk) return;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        for (int a = 0; a < o->nargs; a++)
+            if (o->args[a] >= 0) E->nuses[o->args[a]]++;
+        count_uses(E, o->body);
+        count_uses(E, o->else_body);
+    }
+}
+
+/* Geometry of a load's tile: its two non-unit view axes (the contiguous one
+ * is the array's last axis).  False when the tile does not have that shape. */
+static bool load_axes(const IrOp *ld, const Type *t, int *row_axis, int *col_axis) {
+    int col = -1, row = -1, nonunit = 0;
+    for (int d = 0; d < t->rank; d++) {
+        int a = ld->nints == t->rank ? ld->ints[d] : d;
+        if (a == t->rank - 1) col = d;
+    }
+    for (int d = 0; d < t->rank; d++) {
+        if (t->shape[d] == 1) continue;
+        nonunit++;
+        if (d != col) row = d;
+    }
+    if (nonunit != 2 || col < 0 || row < 0 || t->shape[col] == 1) return false;
+    *row_axis = row;
+    *col_axis = col;
+    return true;
+}
+
+static bool load_qualifies(Emitter *E, const IrOp *ld) {
+    const Type *t = ce_vtype(E, ld->result);
+    int s = ce_regsize(t->dtype), row, col;
+    if (ld->flag != PAD_ZERO || (s != 2 && s != 4)) return false;
+    if (!(ce_array_flags(E, ld->array) & CUDA_ARRAY_VEC16)) return false;
+    if (!load_axes(ld, t, &row, &col)) return false;
+    return (int64_t)t->shape[col] * s % 16 == 0;
+}
+
+/* The ops from the load to operand `id` (load first); n = 0 when `id` is not
+ * the end of a qualifying chain.  Every value but `id` itself has one use,
+ * and so does `id` (its use is the mma). */
+static int chain_of(Emitter *E, int id, const IrOp **ops, int max) {
+    int n = 0, v = id;
+    for (;;) {
+        const IrOp *d = E->f->values[v].def;
+        if (!d || E->nuses[v] != 1 || n == max) return 0;
+        ops[n++] = d;
+        if (d->op == OP_LOAD) break;
+        if (d->op == OP_CAST) {
+            DType from = ce_vdt(E, d->args[0]), to = ce_vdt(E, v);
+            if (from != to && !(from == DT_F32 && to == DT_TF32)) return 0;
+        } else if (d->op != OP_RESHAPE && d->op != OP_PERMUTE) {
+            return 0;
+        }
+        v = d->args[0];
+    }
+    if (!load_qualifies(E, ops[n - 1])) return 0;
+    for (int i = 0; i < n / 2; i++) {   /* load first */
+        const IrOp *x = ops[i];
+        ops[i] = ops[n - 1 - i];
+        ops[n - 1 - i] = x;
+    }
+    return n;
+}
+
+/* Follows the tile's row and column axes through the chain to the operand:
+ * *col_dim is the operand dimension (0 or 1) that is contiguous in shared
+ * memory, *round whether a cast to tf32 is on the way.  False when a
+ * reshape does more than add or drop unit axes. */
+static bool chain_geometry(Emitter *E, const IrOp *const *ops, int n, int *col_dim, bool *round) {
+    const IrOp *ld = ops[0];
+    int row, col;
+    if (!load_axes(ld, ce_vtype(E, ld->result), &row, &col)) return false;
+    *round = false;
+    for (int i = 1; i < n; i++) {
+        const IrOp *o = ops[i];
+        const Type *t = ce_vtype(E, o->result), *x = ce_vtype(E, o->args[0]);
+        if (o->op == OP_CAST) {
+            *round |= t->dtype == DT_TF32 && x->dtype != DT_TF32;
+        } else if (o->op == OP_PERMUTE) {
+            int nr = -1, nc = -1;
+            for (int d = 0; d < t->rank; d++) {
+                if (o->ints[d] == row) nr = d;
+                if (o->ints[d] == col) nc = d;
+            }
+            if (nr < 0 || nc < 0) return false;
+            row = nr, col = nc;
+        } else {   /* RESHAPE: the non-unit extents must stay, in order */
+            int lo = row < col ? row : col, hi = row < col ? col : row, q[2], nq = 0;
+            for (int d = 0; d < t->rank; d++)
+                if (t->shape[d] != 1) {
+                    if (nq == 2) return false;
+                    q[nq++] = d;
+                }
+            if (nq != 2 || t->shape[q[0]] != x->shape[lo] || t->shape[q[1]] != x->shape[hi]) return false;
+            bool row_first = row < col;
+            row = row_first ? q[0] : q[1];
+            col = row_first ? q[1] : q[0];
+        }
+    }
+    const Type *ot = ce_vtype(E, ops[n - 1]->result);
+    if (ot->rank != 2 || (col != 0 && col != 1)) return false;
+    *col_dim = col;
+    return true;
+}
+
+/* Shared-memory row pitch (elements) of an async tile with `cols` columns,
+ * read as operand `which` (0: A, 1: B) with `col_dim` contiguous. */
+static int async_pitch(int cols, int size, int which, int col_dim) {
+    if (size == 2)   /* ldmatrix: 8 rows of 16 bytes must hit 8 different bank groups */
+        return (cols / 8) % 2 == 0 ? cols + 8 : cols;
+    /* tf32 fragments are read element by element: rows 4 banks apart when the
+     * reads run along the contiguous axis (k-major), 8 apart otherwise */
+    bool kmajor = which == 0 ? col_dim == 1 : col_dim == 0;
+    int target = kmajor ? 4 : 8;
+    return cols + ((target - cols % 32) % 32 + 32) % 32;
+}
+
+static void mark_block(Emitter *E, const IrBlock *blk) {
+    if (!blk) return;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        mark_block(E, o->body);
+        mark_block(E, o->else_body);
+        if (o->op != OP_MMA) continue;
+        const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
+        if (rt->rank != 2 || !ce_mma_on_tensor_cores(at, bt, rt)) continue;
+        for (int w = 0; w < 2; w++) {
+            const IrOp *ops[16];
+            int n = chain_of(E, o->args[w], ops, 16), col_dim;
+            bool round;
+            if (!n || !chain_geometry(E, ops, n, &col_dim, &round)) continue;
+            int lv = ops[0]->result, row, col;
+            const Type *lt = ce_vtype(E, lv);
+            load_axes(ops[0], lt, &row, &col);
+            E->async_kind[lv] = ASYNC_LOAD;
+            E->async_pitch[lv] = async_pitch(lt->shape[col], ce_regsize(lt->dtype), w, col_dim);
+            for (int k = 1; k < n; k++) E->async_kind[ops[k]->result] = ASYNC_VIEW;
+        }
+    }
+}
+
+void ce_async_analyse(Emitter *E) {
+    int n = E->f->nvalues + 1;
+    E->nuses = ARENA_ARRAY(&E->mem, int, n);
+    E->async_kind = ARENA_ARRAY(&E->mem, signed char, n);
+    E->async_pitch = ARENA_ARRAY(&E->mem, int, n);
+    E->async_ptr = ARENA_ARRAY(&E->mem, const char *, n);
+    E->async_stages = ARENA_ARRAY(&E->mem, int, n);
+    for (int i = 0; i < n; i++) {
+        E->nuses[i] = 0;
+        E->async_kind[i] = ASYNC_NONE;
+        E->async_pitch[i] = 0;
+        E->async_ptr[i] = NULL;
+        E->async_stages[i] = 0;
+    }
+    count_uses(E, E->f->body);
+    mark_block(E, E->f->body);
+}
+
+bool ce_async_is_view(Emitter *E, int v) { return v >= 0 && E->async_kind && E->async_kind[v] == ASYNC_VIEW; }
+bool ce_async_is_load(Emitter *E, int v) { return v >= 0 && E->async_kind && E->async_kind[v] == ASYNC_LOAD; }
+
+/* ---- shared memory ----------------------------------------------------------------- */
+
+static int64_t tile_bytes(Emitter *E, int lv) {
+    const IrOp *ld = E->f->values[lv].def;
+    const Type *t = ce_vtype(E, lv);
+    int row, col;
+    load_axes(ld, t, &row, &col);
+    return ((int64_t)t->shape[row] * E->async_pitch[lv] * ce_regsize(t->dtype) + 127) / 128 * 128;
+}
+
+static int64_t async_alloc(Emitter *E, int64_t bytes) {
+    int64_t off = (E->async_top + 127) / 128 * 128;
+    E->async_top = off + bytes;
+    if (E->async_top > E->async_peak) E->async_peak = E->async_top;
+    return off;
+}
+
+/* ---- the copies ---------------------------------------------------------------------- */
+
+/* cp.async of load `ld`'s tile into the buffer at byte offset `dst` (a C
+ * expression relative to tile_async), indices from the values' current homes. */
+static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
+    const Type *t = ce_vtype(E, ld->result);
+    int s = ce_regsize(t->dtype), row, col;
+    load_axes(ld, t, &row, &col);
+    int arr = ld->array, ve = 16 / s;
+    int cols = t->shape[col], rows = t->shape[row], pitch = E->async_pitch[ld->result];
+    int cpr = cols / ve, total = rows * cpr, reps = (total + E->threads - 1) / E->threads;
+    const char *OT = (ce_array_flags(E, arr) & CUDA_ARRAY_OFF32) ? "int" : "long long";
+    ce_out(E, "{");
+    E->indent++;
+    const char *b[TILE_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) {
+        b[d] = ce_fresh(E, "b");
+        ce_out(E, "const long long %s = (long long)%s * %d;", b[d], ce_vreg(E, ld->args[d], 0), t->shape[d]);
+    }
+    ce_out(E, "#pragma unroll");
+    ce_out(E, "for (int j = 0; j < %d; ++j) {", reps);
+    E->indent++;
+    ce_out(E, "const int c = (int)threadIdx.x + j * %d;", E->threads);
+    if (total % E->threads) ce_out(E, "if (c < %d) {", total), E->indent++;
+    ce_out(E, "const int r = c / %d, k = (c %% %d) * %d;", cpr, cpr, ve);
+    Buf ib = {0}, ob = {0};
+    ce_buf_printf(&ib, "true");
+    ce_buf_printf(&ob, "(%s)0", OT);
+    for (int d = 0; d < t->rank; d++) {
+        int a = ld->nints == t->rank ? ld->ints[d] : d;
+        const char *i = d == row ? ce_fmt_str(E, "(%s + r)", b[d]) : d == col ? ce_fmt_str(E, "(%s + k)", b[d]) : b[d];
+        ce_buf_printf(&ib, " && (unsigned long long)%s < (unsigned long long)p%d_n%d", i, arr, a);
+        ce_buf_printf(&ob, " + (%s)%s * (%s)p%d_s%d", OT, i, OT, arr, a);
+    }
+    int ca = ld->nints == t->rank ? ld->ints[col] : col;
+    /* elements left in the row (0 past the end): the rest of the 16 bytes is zero-filled */
+    ce_out(E, "const long long left = (%s) ? (long long)p%d_n%d - (%s + k) : 0;", ib.p, arr, ca, b[col]);
+    ce_out(E, "const int bytes = left >= %d ? 16 : left > 0 ? (int)left * %d : 0;", ve, s);
+    ce_out(E, "tile_cp_async16(tile_async + %s + (r * %d + k) * %d, bytes ? (const void *)(p%d + (%s)) : (const void *)p%d, bytes);",
+        dst, pitch, s, arr, ob.p, arr);
+    free(ib.p);
+    free(ob.p);
+    if (total % E->threads) E->indent--, ce_out(E, "}");
+    E->indent--;
+    ce_out(E, "}");
+    E->indent--;
+    ce_out(E, "}");
+}
+
+/* A load of the current block that is not pipelined: one buffer, copied,
+ * waited for and made visible where the load stands. */
+static void emit_single(Emitter *E, const IrOp *ld) {
+    int64_t off = async_alloc(E, tile_bytes(E, ld->result));
+    ce_out(E, "__syncthreads();   /* the buffer's last readers are done */");
+    issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off));
+    ce_out(E, "tile_cp_async_commit();");
+    ce_out(E, "tile_cp_async_wait_all();");
+    ce_out(E, "__syncthreads();");
+    E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %lld)", (long long)off);
+}
+
+void ce_async_emit_load(Emitter *E, const IrOp *ld) {
+    int lv = ld->result;
+    if (E->async_stages[lv] > 0 && E->pipe_loop) {   /* pipelined: this iteration's buffer */
+        int k = -1;
+        for (int j = 0; j < E->npipe; j++)
+            if (E->pipe_loads[j] == ld) k = j;
+        if (k >= 0) {
+            E->async_ptr[lv] = ce_fmt_str(E, "(tile_async + %lld + %s * %lld)", (long long)E->pipe_off[k],
+                                          E->pipe_stage, (long long)tile_bytes(E, lv));
+            return;
+        }
+    }
+    emit_single(E, ld);
+}
+
+/* ---- pipelined loops ---------------------------------------------------------------- */
+
+static bool writes_array(const IrBlock *blk, int arr) {
+    if (!blk) return false;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if ((o->op == OP_STORE || o->op == OP_SCATTER || o->op == OP_ATOMIC_ADD || o->op == OP_ATOMIC_MAX ||
+             o->op == OP_ATOMIC_MIN) && o->array == arr)
+            return true;
+        if (writes_array(o->body, arr) || writes_array(o->else_body, arr)) return true;
+    }
+    return false;
+}
+
+static const IrOp *body_def(const IrOp *loop, int v) {
+    for (int i = 0; i < loop->body->nops; i++)
+        if (loop->body->ops[i]->result == v) return loop->body->ops[i];
+    return NULL;
+}
+
+/* Can scalar v be recomputed for another iteration?  Marks the ops needed. */
+static bool recomputable(Emitter *E, const IrOp *loop, int v, bool *chain, int depth) {
+    if (v == loop->result) return true;
+    const IrOp *d = body_def(loop, v);
+    if (!d) return true;                     /* defined outside the loop */
+    if (depth > 32 || ce_vtype(E, v)->rank != 0) return false;
+    bool pure = d->op == OP_CONST || d->op == OP_PARAM || d->op == OP_ARRAY_DIM || d->op == OP_ARRAY_STRIDE ||
+                d->op == OP_BID || d->op == OP_NUM_BLOCKS || (d->op >= OP_NEG && d->op <= OP_WHERE);
+    if (!pure) return false;
+    for (int i = 0; i < d->nargs; i++)
+        if (!recomputable(E, loop, d->args[i], chain, depth + 1)) return false;
+    chain[v] = true;
+    return true;
+}
+
+/* The copies of the iteration whose induction variable is `iv` (a C
+ * expression) into stage `stage` (a C expression), if that iteration exists. */
+static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const char *iv, const char *stage) {
+    size_t n = sizeof(Val) * (size_t)E->f->nvalues;
+    Val *saved = malloc(n ? n : 1);
+    if (!saved) return;
+    memcpy(saved, E->vals, n);
+    DType t = ce_vdt(E, loop->result);
+    const char *ivn = ce_fresh(E, "n");
+    ce_out(E, "{");
+    E->indent++;
+    ce_out(E, "const long long %s_ = %s;", ivn, iv);
+    ce_out(E, "if (%s_st > 0 ? %s_ < %s_hi : (%s_st < 0 && %s_ > %s_hi)) {", i, ivn, i, i, ivn, i);
+    E->indent++;
+    ce_out(E, "const %s %s = (%s)%s_;", ce_ctype(t), ivn, ce_ctype(t), ivn);
+    Layout scalar;
+    memset(&scalar, 0, sizeof scalar);
+    ce_set_val(E, loop->result, ivn, ce_lay_add(E, &scalar));
+    int last = 0;
+    for (int k = 0; k < loop->body->nops; k++)
+        for (int j = 0; j < E->npipe; j++)
+            if (loop->body->ops[k] == E->pipe_loads[j]) last = k;
+    for (int k = 0; k <= last; k++) {
+        const IrOp *o = loop->body->ops[k];
+        int j = -1;
+        for (int q = 0; q < E->npipe; q++)
+            if (o == E->pipe_loads[q]) j = q;
+        if (j >= 0)
+            issue_copy(E, o, ce_fmt_str(E, "%lld + (%s) * %lld", (long long)E->pipe_off[j], stage,
+                                        (long long)tile_bytes(E, o->result)));
+        else if (o->result >= 0 && E->pipe_chain[o->result])
+            ce_emit_op(E, o);
+    }
+    E->indent--;
+    ce_out(E, "}");
+    ce_out(E, "tile_cp_async_commit();");
+    E->indent--;
+    ce_out(E, "}");
+    memcpy(E->vals, saved, n);
+    free(saved);
+}
+
+bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save) {
+    save->loop = E->pipe_loop;
+    save->n = E->npipe;
+    memcpy(save->loads, E->pipe_loads, sizeof save->loads);
+    memcpy(save->off, E->pipe_off, sizeof save->off);
+    save->stage = E->pipe_stage;
+    save->stages = E->pipe_stages;
+    save->top = E->async_top;
+    E->npipe = 0;
+    E->pipe_loop = NULL;
+    if (ce_vdt(E, loop->result) == DT_U64) return false;
+    for (int v = 0; v < E->f->nvalues; v++) E->pipe_chain[v] = false;
+    int stages = 0;
+    int64_t bytes = 0;
+    for (int k = 0; k < loop->body->nops && E->npipe < ASYNC_MAX_PIPE; k++) {
+        const IrOp *o = loop->body->ops[k];
+        if (o->op != OP_LOAD || !ce_async_is_load(E, o->result) || writes_array(loop->body, o->array)) continue;
+        bool ok = true;
+        for (int a = 0; a < o->nargs && ok; a++) ok = recomputable(E, loop, o->args[a], E->pipe_chain, 0);
+        if (!ok) continue;
+        int want = o->latency > 0 ? o->latency + 1 : 3;
+        if (want > stages) stages = want;
+        bytes += tile_bytes(E, o->result);
+        E->pipe_loads[E->npipe++] = o;
+    }
+    if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
+    while (stages > 2 && E->async_top + stages * bytes > ASYNC_BUDGET) stages--;
+    if (!E->npipe || E->async_top + stages * bytes > ASYNC_BUDGET) {
+        E->npipe = 0;
+        return false;
+    }
+    for (int j = 0; j < E->npipe; j++) {
+        E->pipe_off[j] = async_alloc(E, stages * tile_bytes(E, E->pipe_loads[j]->result));
+        E->async_stages[E->pipe_loads[j]->result] = stages;
+    }
+    E->pipe_loop = loop;
+    E->pipe_stages = stages;
+    ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
+    for (int s = 0; s + 1 < stages; s++)
+        issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s));
+    ce_out(E, "int %s_it = 0;", i);
+    return true;
+}
+
+void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
+    int S = E->pipe_stages;
+    ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", S - 2);
+    ce_out(E, "__syncthreads();             /* ... for every thread; the last iteration's buffer is free */");
+    issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, S - 1, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, S - 1, S));
+    E->pipe_stage = ce_fmt_str(E, "%s_st%d", i, S);
+    ce_out(E, "const int %s = %s_it %% %d;", E->pipe_stage, i, S);
+}
+
+void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
+    if (pipelined) {
+        ce_out(E, "tile_cp_async_wait_all();");
+        ce_out(E, "__syncthreads();");
+    }
+    E->pipe_loop = save->loop;
+    E->npipe = save->n;
+    memcpy(E->pipe_loads, save->loads, sizeof save->loads);
+    memcpy(E->pipe_off, save->off, sizeof save->off);
+    E->pipe_stage = save->stage;
+    E->pipe_stages = save->stages;
+    E->async_top = save->top;
+}
+
+/* ---- the mma side ------------------------------------------------------------------- */
+
+bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
+    if (!ce_async_is_view(E, id) && !ce_async_is_load(E, id)) return false;
+    const IrOp *ops[16];
+    int n = chain_of(E, id, ops, 16), col_dim;
+    bool round;
+    if (!n || !chain_geometry(E, ops, n, &col_dim, &round)) return false;
+    int lv = ops[0]->result;
+    if (!E->async_ptr[lv]) return false;
+    DType dt = ce_vdt(E, lv);
+    out->base = ce_fmt_str(E, "((const %s *)%s)", ce_ctype(dt), E->async_ptr[lv]);
+    out->ld = E->async_pitch[lv];
+    out->kmajor = which == 0 ? col_dim == 1 : col_dim == 0;
+    out->round_tf32 = round;
+    return true;
+}
