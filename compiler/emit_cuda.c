@@ -536,7 +536,7 @@ static const char *to_mem(Emitter *E, DType t, const char *x) {
 }
 
 /* The view axis of a load / store that is the array's last (contiguous) axis. */
-static int contiguous_view_axis(const IrOp *op, int rank) {
+int ce_contiguous_view_axis(const IrOp *op, int rank) {
     for (int d = 0; d < rank; d++) {
         int a = op->nints == rank ? op->ints[d] : d;
         if (a == rank - 1) return d;
@@ -595,7 +595,7 @@ static void memview_elem(Emitter *E, const MemView *mv, int r, const char **inb,
 }
 
 /* Vector access of n elements of size s at p (16-byte chunks of 32-bit words). */
-static void vec_load(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n) {
+void ce_vec_load(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n) {
     int s = ce_regsize(t), words = n * s / 4;
     const char *vt = words == 4 ? "uint4" : words == 2 ? "uint2" : "unsigned";
     const char *q = ce_fresh(E, "q");
@@ -637,7 +637,7 @@ void ce_emit_load(Emitter *E, const IrOp *op) {
     const Type *t = ce_vtype(E, op->result);
     DType dt = t->dtype;
     int arr = op->array;
-    int fast = contiguous_view_axis(op, t->rank);
+    int fast = ce_contiguous_view_axis(op, t->rank);
     int lay = ce_blocked(E, t, fast);
     const char *name = ce_fresh(E, "v");
     ce_set_val(E, op->result, name, lay);
@@ -658,7 +658,7 @@ void ce_emit_load(Emitter *E, const IrOp *op) {
             memview_elem(E, &mv, r + V - 1, &inb2, &off2);
             ce_out(E, "if ((%s) && (%s)) {", inb, inb2);
             E->indent++;
-            vec_load(E, dt, ce_fmt_str(E, "p%d + (%s)", arr, off), name, lay, r, V);
+            ce_vec_load(E, dt, ce_fmt_str(E, "p%d + (%s)", arr, off), name, lay, r, V);
             E->indent--;
             ce_out(E, "} else {");
             E->indent++;
@@ -683,7 +683,7 @@ static void emit_store(Emitter *E, const IrOp *op) {
     ce_make_full(E, vid);
     Val *v = ce_val(E, vid);
     int lay = v->lay;
-    int fast = contiguous_view_axis(op, rank);
+    int fast = ce_contiguous_view_axis(op, rank);
     ce_out(E, "{");
     E->indent++;
     MemView mv;
@@ -1161,7 +1161,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         emit_cat(E, op);
         return;
     case OP_LOAD:
-        if (ce_async_is_load(E, op->result)) ce_async_emit_load(E, op);
+        if (ce_async_is_load(E, op->result) || ce_async_pipelined(E, op)) ce_async_emit_load(E, op);
         else ce_emit_load(E, op);
         return;
     case OP_STORE:

@@ -23,6 +23,13 @@
  * of iteration i + STAGES - 1.  After the loop every copy is waited for.
  * Other async loads copy, wait and synchronise where they stand.
  *
+ * The other loads at the top level of such a loop body (one that holds an
+ * mma) ride the same pipeline when they qualify the same way (aligned,
+ * zero padding, at most two non-unit axes, one of them contiguous): cp.async
+ * into their own buffers ahead of time, then, where the load stands, a read
+ * of this iteration's buffer into registers (16-byte shared-memory loads), so
+ * no iteration waits on global memory.
+ *
  * Shared memory: async buffers sit after the scratch area that conversions
  * and register-staged operands use (`tile_async` in the kernel); they are
  * allocated like a stack: a block's buffers are free again when it ends.
@@ -52,8 +59,9 @@ static void count_uses(Emitter *E, const IrBlock *blk) {
     }
 }
 
-/* Geometry of a load's tile: its two non-unit view axes (the contiguous one
- * is the array's last axis).  False when the tile does not have that shape. */
+/* Geometry of a load's tile: its contiguous view axis (the array's last
+ * axis) and the other non-unit view axis (-1 when there is none: one row).
+ * False when the tile has more non-unit axes or the contiguous one is unit. */
 static bool load_axes(const IrOp *ld, const Type *t, int *row_axis, int *col_axis) {
     int col = -1, row = -1, nonunit = 0;
     for (int d = 0; d < t->rank; d++) {
@@ -65,12 +73,15 @@ static bool load_axes(const IrOp *ld, const Type *t, int *row_axis, int *col_axi
         nonunit++;
         if (d != col) row = d;
     }
-    if (nonunit != 2 || col < 0 || row < 0 || t->shape[col] == 1) return false;
+    if (nonunit > 2 || col < 0 || t->shape[col] == 1 || (nonunit == 2 && row < 0)) return false;
     *row_axis = row;
     *col_axis = col;
     return true;
 }
 
+static int tile_rows(const Type *t, int row) { return row >= 0 ? t->shape[row] : 1; }
+
+/* Can cp.async copy this load's tile (16-byte pieces, zero padding)? */
 static bool load_qualifies(Emitter *E, const IrOp *ld) {
     const Type *t = ce_vtype(E, ld->result);
     int s = ce_regsize(t->dtype), row, col;
@@ -114,7 +125,7 @@ static int chain_of(Emitter *E, int id, const IrOp **ops, int max) {
 static bool chain_geometry(Emitter *E, const IrOp *const *ops, int n, int *col_dim, bool *round) {
     const IrOp *ld = ops[0];
     int row, col;
-    if (!load_axes(ld, ce_vtype(E, ld->result), &row, &col)) return false;
+    if (!load_axes(ld, ce_vtype(E, ld->result), &row, &col) || row < 0) return false;
     *round = false;
     for (int i = 1; i < n; i++) {
         const IrOp *o = ops[i];
@@ -212,7 +223,7 @@ static int64_t tile_bytes(Emitter *E, int lv) {
     const Type *t = ce_vtype(E, lv);
     int row, col;
     load_axes(ld, t, &row, &col);
-    return ((int64_t)t->shape[row] * E->async_pitch[lv] * ce_regsize(t->dtype) + 127) / 128 * 128;
+    return ((int64_t)tile_rows(t, row) * E->async_pitch[lv] * ce_regsize(t->dtype) + 127) / 128 * 128;
 }
 
 static int64_t async_alloc(Emitter *E, int64_t bytes) {
@@ -231,7 +242,7 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     int s = ce_regsize(t->dtype), row, col;
     load_axes(ld, t, &row, &col);
     int arr = ld->array, ve = 16 / s;
-    int cols = t->shape[col], rows = t->shape[row], pitch = E->async_pitch[ld->result];
+    int cols = t->shape[col], rows = tile_rows(t, row), pitch = E->async_pitch[ld->result];
     int cpr = cols / ve, total = rows * cpr, reps = (total + E->threads - 1) / E->threads;
     const char *OT = (ce_array_flags(E, arr) & CUDA_ARRAY_OFF32) ? "int" : "long long";
     ce_out(E, "{");
@@ -283,19 +294,47 @@ static void emit_single(Emitter *E, const IrOp *ld) {
     E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %lld)", (long long)off);
 }
 
-void ce_async_emit_load(Emitter *E, const IrOp *ld) {
-    int lv = ld->result;
-    if (E->async_stages[lv] > 0 && E->pipe_loop) {   /* pipelined: this iteration's buffer */
-        int k = -1;
-        for (int j = 0; j < E->npipe; j++)
-            if (E->pipe_loads[j] == ld) k = j;
-        if (k >= 0) {
-            E->async_ptr[lv] = ce_fmt_str(E, "(tile_async + %lld + %s * %lld)", (long long)E->pipe_off[k],
-                                          E->pipe_stage, (long long)tile_bytes(E, lv));
-            return;
-        }
+/* A pipelined load read into registers: the blocked layout a plain load
+ * gives, from this iteration's buffer (zero-filled where the array ends). */
+static void emit_readback(Emitter *E, const IrOp *ld, const char *buf) {
+    const Type *t = ce_vtype(E, ld->result);
+    DType dt = t->dtype;
+    int row, col;
+    load_axes(ld, t, &row, &col);
+    int lay = ce_blocked(E, t, col), pitch = E->async_pitch[ld->result];
+    const char *name = ce_fresh(E, "v");
+    ce_set_val(E, ld->result, name, lay);
+    ce_decl(E, dt, name, lay);
+    int V = ce_vector_width(E, lay, col, 16 / ce_regsize(dt));
+    for (int r = 0; r < ce_nregs(E, lay); r += V) {
+        const char *at = row >= 0 ? ce_fmt_str(E, "%s * %d + %s", ce_coord(E, lay, r, row), pitch, ce_coord(E, lay, r, col))
+                                  : ce_coord(E, lay, r, col);
+        const char *ptr = ce_fmt_str(E, "((const %s *)%s + %s)", ce_ctype(dt), buf, at);
+        if (V > 1) ce_vec_load(E, dt, ptr, name, lay, r, V);
+        else ce_out(E, "%s = *%s;", ce_reg(E, name, lay, r), ptr);
     }
-    emit_single(E, ld);
+}
+
+static int pipe_index(Emitter *E, const IrOp *ld) {
+    if (!E->pipe_loop) return -1;
+    for (int j = 0; j < E->npipe; j++)
+        if (E->pipe_loads[j] == ld) return j;
+    return -1;
+}
+
+bool ce_async_pipelined(Emitter *E, const IrOp *ld) { return pipe_index(E, ld) >= 0; }
+
+void ce_async_emit_load(Emitter *E, const IrOp *ld) {
+    int lv = ld->result, k = pipe_index(E, ld);
+    if (k < 0) {
+        emit_single(E, ld);
+        return;
+    }
+    /* pipelined: this iteration's buffer */
+    const char *buf = ce_fmt_str(E, "(tile_async + %lld + %s * %lld)", (long long)E->pipe_off[k], E->pipe_stage,
+                                 (long long)tile_bytes(E, lv));
+    if (E->pipe_readback[k]) emit_readback(E, ld, buf);
+    else E->async_ptr[lv] = buf;
 }
 
 /* ---- pipelined loops ---------------------------------------------------------------- */
@@ -375,11 +414,20 @@ static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const c
     free(saved);
 }
 
+static bool contains_mma(const IrBlock *blk) {
+    if (!blk) return false;
+    for (int i = 0; i < blk->nops; i++)
+        if (blk->ops[i]->op == OP_MMA || contains_mma(blk->ops[i]->body) || contains_mma(blk->ops[i]->else_body))
+            return true;
+    return false;
+}
+
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save) {
     save->loop = E->pipe_loop;
     save->n = E->npipe;
     memcpy(save->loads, E->pipe_loads, sizeof save->loads);
     memcpy(save->off, E->pipe_off, sizeof save->off);
+    memcpy(save->readback, E->pipe_readback, sizeof save->readback);
     save->stage = E->pipe_stage;
     save->stages = E->pipe_stages;
     save->top = E->async_top;
@@ -389,15 +437,24 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     for (int v = 0; v < E->f->nvalues; v++) E->pipe_chain[v] = false;
     int stages = 0;
     int64_t bytes = 0;
+    bool mma_loop = contains_mma(loop->body);
     for (int k = 0; k < loop->body->nops && E->npipe < ASYNC_MAX_PIPE; k++) {
         const IrOp *o = loop->body->ops[k];
-        if (o->op != OP_LOAD || !ce_async_is_load(E, o->result) || writes_array(loop->body, o->array)) continue;
+        if (o->op != OP_LOAD || writes_array(loop->body, o->array)) continue;
+        bool direct = ce_async_is_load(E, o->result);
+        if (!direct && !(mma_loop && load_qualifies(E, o))) continue;
         bool ok = true;
         for (int a = 0; a < o->nargs && ok; a++) ok = recomputable(E, loop, o->args[a], E->pipe_chain, 0);
         if (!ok) continue;
+        if (!direct) {   /* read back along rows: no padding */
+            int row, col;
+            load_axes(o, ce_vtype(E, o->result), &row, &col);
+            E->async_pitch[o->result] = ce_vtype(E, o->result)->shape[col];
+        }
         int want = o->latency > 0 ? o->latency + 1 : 3;
         if (want > stages) stages = want;
         bytes += tile_bytes(E, o->result);
+        E->pipe_readback[E->npipe] = !direct;
         E->pipe_loads[E->npipe++] = o;
     }
     if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
@@ -437,6 +494,7 @@ void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
     E->npipe = save->n;
     memcpy(E->pipe_loads, save->loads, sizeof save->loads);
     memcpy(E->pipe_off, save->off, sizeof save->off);
+    memcpy(E->pipe_readback, save->readback, sizeof save->readback);
     E->pipe_stage = save->stage;
     E->pipe_stages = save->stages;
     E->async_top = save->top;

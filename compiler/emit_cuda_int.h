@@ -60,6 +60,7 @@ typedef struct Emitter {
     const IrOp *pipe_loop;
     const IrOp *pipe_loads[ASYNC_MAX_PIPE];
     int64_t pipe_off[ASYNC_MAX_PIPE];
+    bool pipe_readback[ASYNC_MAX_PIPE];   /* read into registers, not by an mma */
     int npipe, pipe_stages;
     const char *pipe_stage;   /* C name of this iteration's stage */
 } Emitter;
@@ -104,6 +105,8 @@ void ce_emit_op(Emitter *E, const IrOp *op);
 unsigned ce_array_flags(Emitter *E, int i);
 int ce_vector_width(Emitter *E, int lay, int d, int max);
 void ce_vec_store(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n);
+void ce_vec_load(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n);
+int ce_contiguous_view_axis(const IrOp *op, int rank);
 void ce_emit_load(Emitter *E, const IrOp *op);
 void ce_fit_operand(Emitter *E, int id, const Type *t);
 void ce_emit_line(Emitter *E, const IrOp *op);
@@ -124,6 +127,7 @@ typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across 
     const IrOp *loop;
     const IrOp *loads[ASYNC_MAX_PIPE];
     int64_t off[ASYNC_MAX_PIPE];
+    bool readback[ASYNC_MAX_PIPE];
     int n, stages;
     const char *stage;
     int64_t top;
@@ -132,6 +136,7 @@ void ce_async_analyse(Emitter *E);
 bool ce_async_is_view(Emitter *E, int v);
 bool ce_async_is_load(Emitter *E, int v);
 void ce_async_emit_load(Emitter *E, const IrOp *ld);
+bool ce_async_pipelined(Emitter *E, const IrOp *ld);
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save);
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i);
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save);
