@@ -2,9 +2,11 @@
  * GPU test and the CPU backend of the runtime.
  *
  * Every value of a block is a dense row-major buffer of Scalar (scalar.h), one
- * per IR value, allocated on its first definition and reused when a loop
- * defines it again; locals (`var`s) get a buffer each.  Blocks run one after
- * the other, x fastest, so atomics are plain read-modify-writes.
+ * per IR value, zeroed on its first definition in a block and reused when a
+ * loop defines it again; the buffers themselves are kept from block to block
+ * (allocating them afresh in every block made the run's speed depend on how
+ * malloc trims its heap).  Locals (`var`s) get a buffer each.  Blocks run one
+ * after the other, x fastest, so atomics are plain read-modify-writes.
  *
  * Numerics (the GPU-like choices; docs/language.md repeats them):
  *  - element-wise ops go through scalar_unary / scalar_binary and casts through
@@ -41,7 +43,8 @@ typedef enum Flow { FLOW_NEXT, FLOW_BREAK, FLOW_CONTINUE, FLOW_RETURN, FLOW_ERRO
 typedef struct Interp {
     const IrFunc *f;
     const InterpArg *args;
-    Scalar **vals;          /* per value: buffer of numel elements, or NULL */
+    Scalar **vals;          /* per value: its buffer once defined in this block, else NULL */
+    Scalar **bufs;          /* per value: its buffer of numel elements, kept across blocks */
     Scalar **locals;        /* per local: buffer, allocated at run start */
     int grid[3], bid[3];
     int64_t steps, max_steps;
@@ -107,8 +110,10 @@ static Scalar *result(Interp *I, const IrOp *op) {
             fail(I, op, "tile %s is too large for the interpreter", type_str(vtype(I, v), buf, sizeof buf));
             return NULL;
         }
-        I->vals[v] = calloc((size_t)(n > 0 ? n : 1), sizeof(Scalar));
-        if (!I->vals[v]) { fail(I, op, "out of memory"); return NULL; }
+        const size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(Scalar);
+        if (!I->bufs[v] && !(I->bufs[v] = malloc(bytes))) { fail(I, op, "out of memory"); return NULL; }
+        memset(I->bufs[v], 0, bytes);   /* as fresh as in the block before */
+        I->vals[v] = I->bufs[v];
     }
     return I->vals[v];
 }
@@ -836,8 +841,9 @@ int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int na
     if (!check_args(&I, nargs)) return -1;
     int status = 0;
     I.vals = calloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), sizeof(Scalar *));
+    I.bufs = calloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), sizeof(Scalar *));
     I.locals = calloc((size_t)(f->nlocals > 0 ? f->nlocals : 1), sizeof(Scalar *));
-    if (!I.vals || !I.locals) { fail(&I, NULL, "out of memory"); status = -1; goto done; }
+    if (!I.vals || !I.bufs || !I.locals) { fail(&I, NULL, "out of memory"); status = -1; goto done; }
     for (int l = 0; l < f->nlocals; l++) {
         int64_t n = type_numel(&f->locals[l].type);
         if (n > INTERP_MAX_TILE_ELEMS) {
@@ -859,7 +865,7 @@ int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int na
                 for (int l = 0; l < f->nlocals; l++)
                     memset(I.locals[l], 0, (size_t)type_numel(&f->locals[l].type) * sizeof(Scalar));
                 /* Values never leak between blocks: forget every definition. */
-                for (int v = 0; v < f->nvalues; v++) { free(I.vals[v]); I.vals[v] = NULL; }
+                for (int v = 0; v < f->nvalues; v++) I.vals[v] = NULL;
                 Flow fl = exec_block(&I, f->body);
                 if (fl == FLOW_ERROR) status = -1;
                 else if (fl == FLOW_BREAK || fl == FLOW_CONTINUE) {
@@ -870,9 +876,10 @@ int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int na
         }
     }
 done:
-    if (I.vals) for (int v = 0; v < f->nvalues; v++) free(I.vals[v]);
+    if (I.bufs) for (int v = 0; v < f->nvalues; v++) free(I.bufs[v]);
     if (I.locals) for (int l = 0; l < f->nlocals; l++) free(I.locals[l]);
     free(I.vals);
+    free(I.bufs);
     free(I.locals);
     if (I.out) fflush(I.out);
     return status;
