@@ -41,7 +41,7 @@ static const char usage_text[] =
     "where the .tile programs are read from.\n";
 
 typedef struct Config {
-    M2Shape shape;
+    M2Extents shape;          /* as given; checked by m2_shape_make */
     M2Options opt;
     struct M2RandomFeatures features;
     uint64_t seed;
@@ -62,6 +62,20 @@ static int parse_int(const char *flag, const char *text, int lo, int hi, int *ou
         return -1;
     }
     *out = (int)v;
+    return 0;
+}
+
+/* A shape extent: any integer >= 1 here; m2_shape_make says which extent is
+ * too large for the kernels, and why. */
+static int parse_extent(const char *flag, const char *text, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || *end || end == text || v < 1) {
+        fprintf(stderr, "mamba2: %s expects an integer of at least 1, got '%s'\n", flag, text);
+        return -1;
+    }
+    *out = v;
     return 0;
 }
 
@@ -88,7 +102,7 @@ static int parse_pow2(const char *flag, const char *text, int *out) {
 
 /* Parses argv into cfg; returns 0, or an exit status. */
 static int parse_args(int argc, char **argv, Config *cfg) {
-    M2Shape *s = &cfg->shape;
+    M2Extents *s = &cfg->shape;
     int any_action = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -120,13 +134,13 @@ static int parse_args(int argc, char **argv, Config *cfg) {
             value = argv[++i];
         }
         int rc = 0;
-        if (!strcmp(flag, "--batch")) rc = parse_int(flag, value, 1, 1 << 20, &s->batch);
-        else if (!strcmp(flag, "--seqlen")) rc = parse_int(flag, value, 1, INT_MAX, &s->seqlen);
-        else if (!strcmp(flag, "--heads")) rc = parse_int(flag, value, 1, 1 << 20, &s->heads);
-        else if (!strcmp(flag, "--headdim")) rc = parse_int(flag, value, 1, 1 << 20, &s->headdim);
-        else if (!strcmp(flag, "--dstate")) rc = parse_int(flag, value, 1, 1 << 20, &s->dstate);
-        else if (!strcmp(flag, "--groups")) rc = parse_int(flag, value, 1, 1 << 20, &s->groups);
-        else if (!strcmp(flag, "--chunk")) rc = parse_int(flag, value, 1, 1 << 20, &s->chunk);
+        if (!strcmp(flag, "--batch")) rc = parse_extent(flag, value, &s->batch);
+        else if (!strcmp(flag, "--seqlen")) rc = parse_extent(flag, value, &s->seqlen);
+        else if (!strcmp(flag, "--heads")) rc = parse_extent(flag, value, &s->heads);
+        else if (!strcmp(flag, "--headdim")) rc = parse_extent(flag, value, &s->headdim);
+        else if (!strcmp(flag, "--dstate")) rc = parse_extent(flag, value, &s->dstate);
+        else if (!strcmp(flag, "--groups")) rc = parse_extent(flag, value, &s->groups);
+        else if (!strcmp(flag, "--chunk")) rc = parse_extent(flag, value, &s->chunk);
         else if (!strcmp(flag, "--seed")) { int v; rc = parse_int(flag, value, 0, INT_MAX, &v); cfg->seed = (uint64_t)v; }
         else if (!strcmp(flag, "--iters")) rc = parse_int(flag, value, 1, 100000, &cfg->iters);
         else if (!strcmp(flag, "--warmup")) rc = parse_int(flag, value, 0, 100000, &cfg->warmup);
@@ -234,58 +248,16 @@ typedef struct Run {
 
 static const char *short_dtype(tile_dtype t) { return tile_dtype_name(t); }
 
-/* Converts float32 values (already representable) to dtype dt in dst. */
-static void pack(const float *src, size_t n, tile_dtype dt, void *dst) {
-    if (dt == TILE_F32) { memcpy(dst, src, n * 4); return; }
-    uint16_t *out = dst;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], 4);
-        if (dt == TILE_BF16) { out[i] = (uint16_t)(u >> 16); continue; }
-        /* f16: the value is exactly representable (m2_round made it so). */
-        const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-        const float a = fabsf(src[i]);
-        if (isnan(a)) out[i] = sign | 0x7e00u;
-        else if (a >= 65520.0f) out[i] = sign | 0x7c00u;
-        else if (a < 0x1p-14f) out[i] = sign | (uint16_t)nearbyint((double)a * 0x1p24);
-        else {
-            const uint32_t e = ((u >> 23) & 0xffu) - 127u + 15u;
-            out[i] = sign | (uint16_t)((e << 10) | ((u >> 13) & 0x3ffu));
-        }
-    }
-}
-
-static void unpack(const void *src, size_t n, tile_dtype dt, float *dst) {
-    if (dt == TILE_F32) { memcpy(dst, src, n * 4); return; }
-    const uint16_t *in = src;
-    for (size_t i = 0; i < n; i++) {
-        if (dt == TILE_BF16) {
-            const uint32_t u = (uint32_t)in[i] << 16;
-            memcpy(&dst[i], &u, 4);
-            continue;
-        }
-        const int sign = in[i] >> 15, e = (in[i] >> 10) & 0x1f, m = in[i] & 0x3ff;
-        float v;
-        if (e == 0) v = ldexpf((float)m, -24);
-        else if (e == 31) v = m ? NAN : INFINITY;
-        else v = ldexpf((float)(m | 0x400), e - 25);
-        dst[i] = sign ? -v : v;
-    }
-}
-
 #define TRY(call) do { tile_status st_ = (call); if (st_ != TILE_OK) { \
         fprintf(stderr, "mamba2: %s failed: %s\n%s\n", #call, tile_status_name(st_), tile_ctx_last_error(run->ctx)); \
         return -1; } } while (0)
 
-/* Allocates a device buffer and fills it with `n` floats converted to dt. */
-static int upload(Run *run, void **dev, const float *host, size_t n, tile_dtype dt) {
+/* Allocates a device buffer and copies `n` elements of dtype dt into it from
+ * the host (which holds them in dt already: no staging copy). */
+static int upload(Run *run, void **dev, const void *host, size_t n, tile_dtype dt) {
     const size_t bytes = n * (size_t)tile_dtype_size(dt);
     TRY(tile_malloc(run->ctx, bytes ? bytes : 16, dev));
-    void *tmp = malloc(bytes ? bytes : 16);
-    if (!tmp) { fprintf(stderr, "mamba2: out of memory\n"); return -1; }
-    pack(host, n, dt, tmp);
-    tile_status st = tile_memcpy_h2d(run->ctx, *dev, tmp, bytes);
-    free(tmp);
+    tile_status st = tile_memcpy_h2d(run->ctx, *dev, host, bytes);
     if (st != TILE_OK) {
         fprintf(stderr, "mamba2: upload failed: %s\n", tile_ctx_last_error(run->ctx));
         return -1;
@@ -531,23 +503,20 @@ static int run_launch(Run *run, tile_event **ev) {
 static int run_download(Run *run, const M2Inputs *in, const M2Options *o, M2Outputs *out) {
     const size_t nx = m2_numel_x(&in->s), nstate = m2_numel_state(&in->s);
     const size_t ybytes = nx * (size_t)tile_dtype_size(o->dtype);
-    void *tmp = malloc(ybytes ? ybytes : 1);
-    out->y = malloc(nx * sizeof(float) + 1);
+    /* y stays in the run's dtype on the host too: no float32 copy of it. */
+    out->dtype = o->dtype;
+    out->y = malloc(ybytes + 1);
     out->final_states = malloc(nstate * sizeof(float) + 1);
-    if (!tmp || !out->y || !out->final_states) {
-        free(tmp);
+    if (!out->y || !out->final_states) {
         fprintf(stderr, "mamba2: out of memory for the outputs\n");
         return -1;
     }
-    tile_status st = tile_memcpy_d2h(run->ctx, tmp, run->y, ybytes);
+    tile_status st = tile_memcpy_d2h(run->ctx, out->y, run->y, ybytes);
     if (st == TILE_OK) st = tile_memcpy_d2h(run->ctx, out->final_states, run->final_states, nstate * 4);
     if (st != TILE_OK) {
-        free(tmp);
         fprintf(stderr, "mamba2: download failed: %s\n", tile_ctx_last_error(run->ctx));
         return -1;
     }
-    unpack(tmp, nx, o->dtype, out->y);
-    free(tmp);
     return 0;
 }
 
@@ -654,7 +623,7 @@ static int make_dir(const char *dir) {
 int main(int argc, char **argv) {
     Config cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.shape = (M2Shape){.batch = 2, .seqlen = 200, .heads = 4, .headdim = 32, .dstate = 16, .groups = 2, .chunk = 64};
+    cfg.shape = (M2Extents){.batch = 2, .seqlen = 200, .heads = 4, .headdim = 32, .dstate = 16, .groups = 2, .chunk = 64};
     cfg.opt.dtype = TILE_F32;
     cfg.opt.state_dtype = TILE_F32;
     cfg.opt.dt_min = -INFINITY;
@@ -671,25 +640,26 @@ int main(int argc, char **argv) {
     char err[1024];
     M2Inputs in;
     if (cfg.shape.chunk != 64 && cfg.shape.chunk != 128 && cfg.shape.chunk != 256) {
-        fprintf(stderr, "mamba2: unsupported chunk size %d: use 64, 128 or 256\n", cfg.shape.chunk);
+        fprintf(stderr, "mamba2: unsupported chunk size %lld: use 64, 128 or 256\n", (long long)cfg.shape.chunk);
         return EXIT_USAGE;
     }
     if (cfg.inputs_dir) {
-        if (m2_inputs_read(&in, cfg.inputs_dir, cfg.shape.chunk, err, sizeof err) != 0) {
+        if (m2_inputs_read(&in, cfg.inputs_dir, (int)cfg.shape.chunk, cfg.opt.dtype, err, sizeof err) != 0) {
             fprintf(stderr, "mamba2: %s\n", err);
             return EXIT_USAGE;
         }
     } else {
-        if (m2_shape_check(&cfg.shape, err, sizeof err) != 0) {
+        M2Shape shape;
+        if (m2_shape_make(&shape, &cfg.shape, err, sizeof err) != 0) {
             fprintf(stderr, "mamba2: %s\n", err);
             return EXIT_USAGE;
         }
-        if (m2_inputs_random(&in, &cfg.shape, &cfg.features, cfg.opt.dt_softplus, cfg.seed, err, sizeof err) != 0) {
+        if (m2_inputs_random(&in, &shape, &cfg.features, cfg.opt.dt_softplus, cfg.opt.dtype, cfg.seed, err,
+                             sizeof err) != 0) {
             fprintf(stderr, "mamba2: %s\n", err);
             return EXIT_CHECK;
         }
     }
-    m2_inputs_round(&in, cfg.opt.dtype);
     const M2Shape *s = &in.s;
 
     /* The backend: as asked, or the GPU when there is one, else the CPU. */

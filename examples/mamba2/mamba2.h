@@ -5,9 +5,16 @@
  *   mamba2_io.c   inputs: random ones, or .npy files checked for shape; saving
  *   mamba2_ref.c  the float64 sequential-recurrence reference and error norms
  *
- * Host arrays are float32, C order, in the layouts of the command line's
- * .npy files.  x, B, C and z are kept already rounded to the run's dtype, so
- * the reference sees exactly the values the kernels see. */
+ * Host arrays are C order, in the layouts of the command line's .npy files.
+ * x, B, C, z and y are held in the run's dtype, exactly as the kernels read
+ * and write them (bf16 and f16 as their 16-bit patterns, f32 as float): the
+ * reference sees the values the kernels see, uploads and downloads are plain
+ * copies, and a run with 2.7e9 elements in x keeps 2 bytes per element of it
+ * on the host in bf16, not a float32 copy as well.  dt, A, D, dt_bias, the
+ * states and the final states are float32, as on the device.
+ *
+ * Every element index is a size_t: arrays may hold more than 2^31 elements.
+ * Each extent is at most 2^31 - 1 (the kernels take extents as i32). */
 #ifndef MAMBA2_H
 #define MAMBA2_H
 
@@ -15,19 +22,27 @@
 #include <stdint.h>
 #include "tile.h"
 
+/* A checked shape: every extent in 1..2^31-1 (m2_shape_make). */
 typedef struct M2Shape {
     int batch, seqlen, heads, headdim, dstate, groups, chunk;
 } M2Shape;
 
+/* A shape as given (command line, .npy headers), before it is checked: 64-bit,
+ * so that an extent of 2^31 or more is reported by name, not wrapped. */
+typedef struct M2Extents {
+    int64_t batch, seqlen, heads, headdim, dstate, groups, chunk;
+} M2Extents;
+
 typedef struct M2Inputs {
     M2Shape s;
-    float *x;          /* (batch, seqlen, heads, headdim) */
+    tile_dtype dtype;  /* of x, B, C and z: the run's dtype */
+    void *x;           /* (batch, seqlen, heads, headdim), in dtype */
     float *dt;         /* (batch, seqlen, heads) */
     float *A;          /* (heads) */
-    float *B, *C;      /* (batch, seqlen, groups, dstate) */
+    void *B, *C;       /* (batch, seqlen, groups, dstate), in dtype */
     float *D;          /* (heads, headdim) or NULL; a per-head D is repeated along headdim */
     int D_per_head;    /* D was given with shape (heads) */
-    float *z;          /* (batch, seqlen, heads, headdim) or NULL */
+    void *z;           /* (batch, seqlen, heads, headdim) or NULL, in dtype */
     float *dt_bias;    /* (heads) or NULL */
     float *initial_states;  /* (batch, heads, headdim, dstate) or NULL */
 } M2Inputs;
@@ -43,9 +58,10 @@ typedef struct M2Options {
     int warps_state, warps_out;      /* num_warps of kernels 2 and 3; 0 = the compiler's choice */
 } M2Options;
 
-/* Results, float32 host arrays. */
+/* Results, host arrays. */
 typedef struct M2Outputs {
-    float *y;              /* (batch, seqlen, heads, headdim) */
+    tile_dtype dtype;      /* of y: the run's dtype */
+    void *y;               /* (batch, seqlen, heads, headdim), in dtype */
     float *final_states;   /* (batch, heads, headdim, dstate) */
 } M2Outputs;
 
@@ -53,29 +69,42 @@ typedef struct M2Outputs {
 size_t m2_numel_x(const M2Shape *s);      /* batch*seqlen*heads*headdim */
 size_t m2_numel_bc(const M2Shape *s);     /* batch*seqlen*groups*dstate */
 size_t m2_numel_state(const M2Shape *s);  /* batch*heads*headdim*dstate */
-/* Checks the shape's values; returns 0 or -1 with a message. */
+/* Checks the extents e and makes *s of them: each extent in 1..2^31-1 (the
+ * message names the one that is not), then m2_shape_check.  Nothing is
+ * allocated: a shape of more than 2^31 elements per array is fine.  Returns 0,
+ * or -1 with a message. */
+int  m2_shape_make(M2Shape *s, const M2Extents *e, char *err, size_t errlen);
+/* Checks the shape's values against what the kernels and grids support;
+ * returns 0 or -1 with a message. */
 int  m2_shape_check(const M2Shape *s, char *err, size_t errlen);
 /* Rounds v to the dtype (round to nearest even) and back to float. */
 float m2_round(float v, tile_dtype dt);
-/* Random inputs of shape s (a splitmix64 stream from seed). */
+/* Element i of an array held in dtype dt (bf16/f16 bits, or float). */
+float m2_get(const void *p, tile_dtype dt, size_t i);
+/* Elements i .. i+n-1 of such an array, as floats, into dst. */
+void m2_get_row(const void *p, tile_dtype dt, size_t i, int n, float *dst);
+/* Stores v rounded to dt (round to nearest even) as element i. */
+void m2_put(void *p, tile_dtype dt, size_t i, float v);
+/* Random inputs of shape s (a splitmix64 stream from seed), x, B, C and z in
+ * dtype.  The same values whatever the dtype (before rounding) and however
+ * many threads fill the large arrays. */
 struct M2RandomFeatures { int has_D, D_per_head, has_z, has_dt_bias, has_initial; };
 int  m2_inputs_random(M2Inputs *in, const M2Shape *s, const struct M2RandomFeatures *f,
-                      int dt_softplus, uint64_t seed, char *err, size_t errlen);
+                      int dt_softplus, tile_dtype dtype, uint64_t seed, char *err, size_t errlen);
 /* Reads DIR/x.npy ... as the issue lists; the shape comes from the files and
- * s->chunk from `chunk`.  Returns 0, or -1 with a message naming the file and
- * the shapes. */
-int  m2_inputs_read(M2Inputs *in, const char *dir, int chunk, char *err, size_t errlen);
-/* Rounds x, B, C and z to dtype in place. */
-void m2_inputs_round(M2Inputs *in, tile_dtype dtype);
-/* Writes the inputs as .npy files into dir (which must exist). */
+ * s->chunk from `chunk`; x, B, C and z are rounded to dtype.  Returns 0, or -1
+ * with a message naming the file and the shapes. */
+int  m2_inputs_read(M2Inputs *in, const char *dir, int chunk, tile_dtype dtype, char *err, size_t errlen);
+/* Writes the inputs as float32 .npy files into dir (which must exist). */
 int  m2_inputs_write(const M2Inputs *in, const char *dir, char *err, size_t errlen);
 void m2_inputs_free(M2Inputs *in);
-/* Writes DIR/y.npy and DIR/final_states.npy as float32. */
+/* Writes DIR/y.npy and DIR/final_states.npy as float32 (f16 y through one
+ * float32 copy while writing; bf16 and f32 without). */
 int  m2_outputs_write(const M2Outputs *out, const M2Shape *s, const char *dir, char *err, size_t errlen);
 
 /* ---- mamba2_ref.c ---- */
 /* Runs the float64 recurrence for one (batch, head): y_bh is (seqlen, headdim),
- * state_bh (headdim, dstate). */
+ * state_bh (headdim, dstate).  Reads only that head's rows of the inputs. */
 void m2_reference_head(const M2Inputs *in, const M2Options *o, int b, int h,
                        double *y_bh, double *state_bh);
 
@@ -83,7 +112,9 @@ typedef struct M2Error {
     double rel_l2, max_abs;
 } M2Error;
 /* Compares `out` with the reference on `npairs` (batch, head) pairs spread
- * over all of them (npairs <= 0 or >= batch*heads: every pair). */
+ * over all of them (npairs <= 0 or >= batch*heads: every pair).  Memory:
+ * one (headdim, dstate) state and a few rows; each pair's y is compared
+ * token by token as the recurrence produces it. */
 void m2_check(const M2Inputs *in, const M2Options *o, const M2Outputs *out, int npairs,
               M2Error *err_y, M2Error *err_state, int *pairs_checked);
 

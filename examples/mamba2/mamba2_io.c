@@ -4,6 +4,7 @@
 #include "mamba2.h"
 #include "npy.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,29 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
+/* One extent of the shape as given: 1..2^31-1. */
+static int extent_check(const char *name, int64_t v, char *err, size_t errlen) {
+    if (v < 1) return fail(err, errlen, "%s %lld: every extent must be at least 1", name, (long long)v);
+    if (v > INT32_MAX)
+        return fail(err, errlen, "%s %lld exceeds 2^31-1: each extent is an i32 in the kernels "
+                    "(arrays may hold more than 2^31 elements in all)", name, (long long)v);
+    return 0;
+}
+
+int m2_shape_make(M2Shape *s, const M2Extents *e, char *err, size_t errlen) {
+    const struct { const char *name; int64_t v; } dims[] = {
+        {"batch", e->batch}, {"seqlen", e->seqlen}, {"heads", e->heads}, {"headdim", e->headdim},
+        {"dstate", e->dstate}, {"groups", e->groups}, {"chunk", e->chunk},
+    };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (extent_check(dims[i].name, dims[i].v, err, errlen)) return -1;
+    M2Shape t = {(int)e->batch, (int)e->seqlen, (int)e->heads, (int)e->headdim,
+                 (int)e->dstate, (int)e->groups, (int)e->chunk};
+    if (m2_shape_check(&t, err, errlen)) return -1;
+    *s = t;
+    return 0;
+}
+
 int m2_shape_check(const M2Shape *s, char *err, size_t errlen) {
     if (s->batch < 1 || s->seqlen < 1 || s->heads < 1 || s->headdim < 1 || s->dstate < 1 || s->groups < 1)
         return fail(err, errlen, "every extent must be at least 1 (batch %d, seqlen %d, heads %d, headdim %d, dstate %d, groups %d)",
@@ -41,12 +65,18 @@ int m2_shape_check(const M2Shape *s, char *err, size_t errlen) {
         return fail(err, errlen, "headdim %d is larger than the supported 256", s->headdim);
     if (s->dstate > 256)
         return fail(err, errlen, "dstate %d is larger than the supported 256", s->dstate);
-    /* Each extent is an i32 in the kernels, and so is every tile index. */
+    /* Grids: compute_out runs (.., chunks, batch * heads) blocks, and the
+     * runtime allows 65535 on the last two axes.  No limit on the number of
+     * elements: the kernels index in tiles (i32, each below its extent) and
+     * the runtime gives an array whose offsets pass 2^31 - 1 64-bit offsets. */
     if ((int64_t)s->batch * s->heads > 65535)
         return fail(err, errlen, "batch * heads = %lld exceeds the grid limit 65535",
                     (long long)s->batch * s->heads);
-    if ((int64_t)s->batch * s->seqlen * s->heads * (s->headdim > s->dstate ? s->headdim : s->dstate) > INT32_MAX)
-        return fail(err, errlen, "shape too large: more than 2^31 elements in one array");
+    const int64_t nchunks = ((int64_t)s->seqlen + s->chunk - 1) / s->chunk;
+    if (nchunks > 65535)
+        return fail(err, errlen, "seqlen %d is %lld chunks of %d: more than the grid limit 65535 "
+                    "(at most %lld tokens at this chunk size)", s->seqlen, (long long)nchunks, s->chunk,
+                    65535LL * s->chunk);
     return 0;
 }
 
@@ -84,16 +114,78 @@ float m2_round(float v, tile_dtype dt) {
     }
 }
 
-static void round_all(float *p, size_t n, tile_dtype dt) {
-    if (!p) return;
-    for (size_t i = 0; i < n; i++) p[i] = m2_round(p[i], dt);
+/* ---- host arrays in the run's dtype --------------------------------------- */
+
+/* The f16 bits of r, a value f16 represents exactly (round_f16's result). */
+static uint16_t f16_bits(float r) {
+    const uint32_t u = float_to_bits(r);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const float a = fabsf(r);
+    if (isnan(a)) return sign | 0x7e00u;
+    if (a >= 65520.0f) return sign | 0x7c00u;
+    if (a < 0x1p-14f) return sign | (uint16_t)nearbyint((double)a * 0x1p24);
+    const uint32_t e = ((u >> 23) & 0xffu) - 127u + 15u;
+    return sign | (uint16_t)((e << 10) | ((u >> 13) & 0x3ffu));
 }
 
-void m2_inputs_round(M2Inputs *in, tile_dtype dtype) {
-    round_all(in->x, m2_numel_x(&in->s), dtype);
-    round_all(in->z, m2_numel_x(&in->s), dtype);
-    round_all(in->B, m2_numel_bc(&in->s), dtype);
-    round_all(in->C, m2_numel_bc(&in->s), dtype);
+static float f16_value(uint16_t h) {
+    const int sign = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v;
+    if (e == 0) v = ldexpf((float)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexpf((float)(m | 0x400), e - 25);
+    return sign ? -v : v;
+}
+
+/* The bf16 bits of v rounded to nearest even; NaN stays NaN (quiet). */
+static uint16_t bf16_bits(float v) {
+    const uint32_t u = float_to_bits(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    return (uint16_t)(float_to_bits(round_bf16(v)) >> 16);
+}
+
+float m2_get(const void *p, tile_dtype dt, size_t i) {
+    if (dt == TILE_F32) return ((const float *)p)[i];
+    const uint16_t h = ((const uint16_t *)p)[i];
+    return dt == TILE_BF16 ? bits_to_float((uint32_t)h << 16) : f16_value(h);
+}
+
+void m2_get_row(const void *p, tile_dtype dt, size_t i, int n, float *dst) {
+    if (dt == TILE_F32) {
+        memcpy(dst, (const float *)p + i, (size_t)n * sizeof(float));
+        return;
+    }
+    const uint16_t *h = (const uint16_t *)p + i;
+    if (dt == TILE_BF16)
+        for (int k = 0; k < n; k++) dst[k] = bits_to_float((uint32_t)h[k] << 16);
+    else
+        for (int k = 0; k < n; k++) dst[k] = f16_value(h[k]);
+}
+
+void m2_put(void *p, tile_dtype dt, size_t i, float v) {
+    if (dt == TILE_F32) ((float *)p)[i] = v;
+    else ((uint16_t *)p)[i] = dt == TILE_BF16 ? bf16_bits(v) : f16_bits(round_f16(v));
+}
+
+/* Converts n float32 values at p to dt in place (element i moves from byte
+ * 4i to byte 2i, after every byte below it was read) and gives back the
+ * unused half.  Bytes are moved with memcpy: the buffer holds floats and
+ * 16-bit patterns at once. */
+static void *to_dtype_in_place(float *p, size_t n, tile_dtype dt) {
+    if (!p || dt == TILE_F32) return p;
+    unsigned char *b = (unsigned char *)p;
+    for (size_t i = 0; i < n; i++) {
+        float v;
+        memcpy(&v, b + 4 * i, 4);
+        const uint16_t h = dt == TILE_BF16 ? bf16_bits(v) : f16_bits(round_f16(v));
+        memcpy(b + 2 * i, &h, 2);
+    }
+    void *q = realloc(p, n ? 2 * n : 1);
+    return q ? q : p;
+}
+
+static void *alloc_elems(size_t n, tile_dtype dt) {
+    return malloc(n ? n * (size_t)tile_dtype_size(dt) : 1);
 }
 
 void m2_inputs_free(M2Inputs *in) {
@@ -104,10 +196,15 @@ void m2_inputs_free(M2Inputs *in) {
 
 /* ---- random inputs -------------------------------------------------------- */
 
+/* splitmix64: the state only counts (s += GOLDEN per draw), so the stream can
+ * be entered at any draw, which lets threads fill parts of one array with
+ * exactly the values one thread would. */
+#define GOLDEN 0x9e3779b97f4a7c15ull
+
 typedef struct Rng { uint64_t s; } Rng;
 
-static uint64_t rng_next(Rng *r) {           /* splitmix64 */
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+static uint64_t rng_next(Rng *r) {
+    uint64_t z = (r->s += GOLDEN);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
@@ -115,29 +212,72 @@ static uint64_t rng_next(Rng *r) {           /* splitmix64 */
 static double rng_uniform(Rng *r) {          /* in (0, 1) */
     return ((double)(rng_next(r) >> 11) + 0.5) * 0x1p-53;
 }
-static double rng_normal(Rng *r) {
-    return sqrt(-2.0 * log(rng_uniform(r))) * cos(6.283185307179586 * rng_uniform(r));
+static double rng_normal(Rng *r) {           /* two draws */
+    const double u1 = rng_uniform(r);
+    const double u2 = rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 static double inverse_softplus(double v) { return log(expm1(v)); }
 
-static float *alloc_floats(size_t n) { return malloc(n ? n * sizeof(float) : 1); }
+/* Elements [begin, end) of an array of normals times scale, element i from
+ * draws 2i and 2i + 1 after state s0. */
+typedef struct NormalPart {
+    void *dst;
+    tile_dtype dt;
+    double scale;
+    uint64_t s0;
+    size_t begin, end;
+} NormalPart;
+
+static void *normal_part_fill(void *arg) {
+    const NormalPart *w = arg;
+    Rng r = {w->s0 + 2 * (uint64_t)w->begin * GOLDEN};
+    for (size_t i = w->begin; i < w->end; i++) m2_put(w->dst, w->dt, i, (float)(w->scale * rng_normal(&r)));
+    return NULL;
+}
+
+/* n normals times scale into dst (in dt) from the stream r, which moves on by
+ * 2n draws.  Large arrays are split over the processors (2.7e9 normals take
+ * about 90 s on one core). */
+static void fill_normals(void *dst, tile_dtype dt, size_t n, double scale, Rng *r) {
+    enum { MAX_THREADS = 64 };
+    const size_t per_thread_min = (size_t)1 << 22;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t nthreads = ncpu > 1 ? (size_t)ncpu : 1;
+    if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
+    if (nthreads > n / per_thread_min) nthreads = n / per_thread_min > 0 ? n / per_thread_min : 1;
+    NormalPart parts[MAX_THREADS];
+    pthread_t threads[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (size_t t = 0; t < nthreads; t++) {
+        parts[t] = (NormalPart){dst, dt, scale, r->s, n / nthreads * t, t + 1 == nthreads ? n : n / nthreads * (t + 1)};
+        if (t > 0) started[t] = pthread_create(&threads[t], NULL, normal_part_fill, &parts[t]) == 0;
+    }
+    normal_part_fill(&parts[0]);
+    for (size_t t = 1; t < nthreads; t++) {
+        if (started[t]) pthread_join(threads[t], NULL);
+        else normal_part_fill(&parts[t]);    /* no thread: this one does it */
+    }
+    r->s += 2 * (uint64_t)n * GOLDEN;
+}
 
 int m2_inputs_random(M2Inputs *in, const M2Shape *s, const struct M2RandomFeatures *f,
-                     int dt_softplus, uint64_t seed, char *err, size_t errlen) {
+                     int dt_softplus, tile_dtype dtype, uint64_t seed, char *err, size_t errlen) {
     memset(in, 0, sizeof *in);
     in->s = *s;
+    in->dtype = dtype;
     const size_t nx = m2_numel_x(s), nbc = m2_numel_bc(s);
     const size_t ndt = (size_t)s->batch * s->seqlen * s->heads;
     Rng r = {seed * 0x2545f4914f6cdd1dull + 1};
-    in->x = alloc_floats(nx);
-    in->dt = alloc_floats(ndt);
-    in->A = alloc_floats(s->heads);
-    in->B = alloc_floats(nbc);
-    in->C = alloc_floats(nbc);
-    if (f->has_D) in->D = alloc_floats((size_t)s->heads * s->headdim);
-    if (f->has_z) in->z = alloc_floats(nx);
-    if (f->has_dt_bias) in->dt_bias = alloc_floats(s->heads);
-    if (f->has_initial) in->initial_states = alloc_floats(m2_numel_state(s));
+    in->x = alloc_elems(nx, dtype);
+    in->dt = alloc_elems(ndt, TILE_F32);
+    in->A = alloc_elems((size_t)s->heads, TILE_F32);
+    in->B = alloc_elems(nbc, dtype);
+    in->C = alloc_elems(nbc, dtype);
+    if (f->has_D) in->D = alloc_elems((size_t)s->heads * s->headdim, TILE_F32);
+    if (f->has_z) in->z = alloc_elems(nx, dtype);
+    if (f->has_dt_bias) in->dt_bias = alloc_elems((size_t)s->heads, TILE_F32);
+    if (f->has_initial) in->initial_states = alloc_elems(m2_numel_state(s), TILE_F32);
     if (!in->x || !in->dt || !in->A || !in->B || !in->C || (f->has_D && !in->D) || (f->has_z && !in->z) ||
         (f->has_dt_bias && !in->dt_bias) || (f->has_initial && !in->initial_states)) {
         m2_inputs_free(in);
@@ -158,9 +298,9 @@ int m2_inputs_random(M2Inputs *in, const M2Shape *s, const struct M2RandomFeatur
         else
             in->dt[i] = (float)(in->dt_bias ? 0.5 * target : target);
     }
-    for (size_t i = 0; i < nx; i++) in->x[i] = (float)rng_normal(&r);
-    for (size_t i = 0; i < nbc; i++) in->B[i] = (float)rng_normal(&r);
-    for (size_t i = 0; i < nbc; i++) in->C[i] = (float)rng_normal(&r);
+    fill_normals(in->x, dtype, nx, 1.0, &r);
+    fill_normals(in->B, dtype, nbc, 1.0, &r);
+    fill_normals(in->C, dtype, nbc, 1.0, &r);
     if (in->D) {
         in->D_per_head = f->D_per_head;
         for (int h = 0; h < s->heads; h++) {
@@ -169,10 +309,8 @@ int m2_inputs_random(M2Inputs *in, const M2Shape *s, const struct M2RandomFeatur
                 in->D[(size_t)h * s->headdim + p] = f->D_per_head ? per_head : (float)rng_normal(&r);
         }
     }
-    if (in->z)
-        for (size_t i = 0; i < nx; i++) in->z[i] = (float)rng_normal(&r);
-    if (in->initial_states)
-        for (size_t i = 0; i < m2_numel_state(s); i++) in->initial_states[i] = (float)(0.5 * rng_normal(&r));
+    if (in->z) fill_normals(in->z, dtype, nx, 1.0, &r);
+    if (in->initial_states) fill_normals(in->initial_states, TILE_F32, m2_numel_state(s), 0.5, &r);
     return 0;
 }
 
@@ -234,7 +372,7 @@ static float *take(InputFile *f) {
     return p;
 }
 
-int m2_inputs_read(M2Inputs *in, const char *dir, int chunk, char *err, size_t errlen) {
+int m2_inputs_read(M2Inputs *in, const char *dir, int chunk, tile_dtype dtype, char *err, size_t errlen) {
     memset(in, 0, sizeof *in);
     InputFile files[F_COUNT] = {
         [F_X] = {"x.npy", 1, {0}, 0},           [F_DT] = {"dt.npy", 1, {0}, 0},
@@ -257,15 +395,22 @@ int m2_inputs_read(M2Inputs *in, const char *dir, int chunk, char *err, size_t e
                   shape_text(bs, sizeof bs, files[F_B].arr.rank, files[F_B].arr.shape));
     if (rc == 0) {
         const int64_t *x = files[F_X].arr.shape, *b = files[F_B].arr.shape;
-        for (int i = 0; i < 4; i++)
-            if (x[i] < 1 || x[i] > INT32_MAX || b[i] < 1 || b[i] > INT32_MAX)
-                rc = fail(err, errlen, "%s: x.npy %s and B.npy %s: every extent must be in 1..2^31-1", dir,
-                          shape_text(xs, sizeof xs, 4, x), shape_text(bs, sizeof bs, 4, b));
+        static const char *const x_dims[4] = {"batch", "seqlen", "heads", "headdim"};
+        static const char *const b_dims[4] = {"batch", "seqlen", "groups", "dstate"};
+        char why[256];
+        for (int i = 0; i < 4 && rc == 0; i++)
+            if (extent_check(x_dims[i], x[i], why, sizeof why))
+                rc = fail(err, errlen, "%s/x.npy: shape %s: %s", dir, shape_text(xs, sizeof xs, 4, x), why);
+        for (int i = 0; i < 4 && rc == 0; i++)
+            if (extent_check(b_dims[i], b[i], why, sizeof why))
+                rc = fail(err, errlen, "%s/B.npy: shape %s: %s", dir, shape_text(bs, sizeof bs, 4, b), why);
         if (rc == 0 && (b[0] != x[0] || b[1] != x[1]))
             rc = fail(err, errlen, "%s/B.npy: shape %s disagrees with x.npy %s on batch or seqlen", dir,
                       shape_text(bs, sizeof bs, 4, b), shape_text(xs, sizeof xs, 4, x));
-        s.batch = (int)x[0]; s.seqlen = (int)x[1]; s.heads = (int)x[2]; s.headdim = (int)x[3];
-        s.groups = (int)b[2]; s.dstate = (int)b[3];
+        if (rc == 0) {
+            s.batch = (int)x[0]; s.seqlen = (int)x[1]; s.heads = (int)x[2]; s.headdim = (int)x[3];
+            s.groups = (int)b[2]; s.dstate = (int)b[3];
+        }
     }
     if (rc == 0 && s.heads % s.groups != 0)
         rc = fail(err, errlen, "%s: heads %d (x.npy %s) is not a multiple of groups %d (B.npy %s)", dir,
@@ -296,12 +441,13 @@ int m2_inputs_read(M2Inputs *in, const char *dir, int chunk, char *err, size_t e
     if (rc == 0) rc = m2_shape_check(&s, err, errlen);
     if (rc == 0) {
         in->s = s;
-        in->x = take(&files[F_X]);
+        in->dtype = dtype;
+        in->x = to_dtype_in_place(take(&files[F_X]), m2_numel_x(&s), dtype);
         in->dt = take(&files[F_DT]);
         in->A = take(&files[F_A]);
-        in->B = take(&files[F_B]);
-        in->C = take(&files[F_C]);
-        if (files[F_Z].present) in->z = take(&files[F_Z]);
+        in->B = to_dtype_in_place(take(&files[F_B]), m2_numel_bc(&s), dtype);
+        in->C = to_dtype_in_place(take(&files[F_C]), m2_numel_bc(&s), dtype);
+        if (files[F_Z].present) in->z = to_dtype_in_place(take(&files[F_Z]), m2_numel_x(&s), dtype);
         if (files[F_DT_BIAS].present) in->dt_bias = take(&files[F_DT_BIAS]);
         if (files[F_INITIAL].present) in->initial_states = take(&files[F_INITIAL]);
         if (files[F_D].present) {
@@ -310,7 +456,7 @@ int m2_inputs_read(M2Inputs *in, const char *dir, int chunk, char *err, size_t e
                 in->D = d;
             } else {                                 /* (heads) -> (heads, headdim) */
                 in->D_per_head = 1;
-                in->D = alloc_floats((size_t)s.heads * s.headdim);
+                in->D = alloc_elems((size_t)s.heads * s.headdim, TILE_F32);
                 if (!in->D) rc = fail(err, errlen, "out of memory");
                 for (int h = 0; in->D && h < s.heads; h++)
                     for (int p = 0; p < s.headdim; p++) in->D[(size_t)h * s.headdim + p] = d[h];
@@ -326,11 +472,26 @@ int m2_inputs_read(M2Inputs *in, const char *dir, int chunk, char *err, size_t e
 
 /* ---- writing ------------------------------------------------------------ */
 
-static int write_f32(const char *dir, const char *name, int rank, const int64_t *shape, const float *data,
-                     char *err, size_t errlen) {
+/* Writes data (held in dt) as a float32 .npy file: f32 as it is, bf16
+ * converted by npy_write as it writes, f16 through one float32 copy. */
+static int write_as_f32(const char *dir, const char *name, int rank, const int64_t *shape, const void *data,
+                        tile_dtype dt, char *err, size_t errlen) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    return npy_write(path, TILE_F32, rank, shape, data, err, errlen);
+    if (dt != TILE_F16) return npy_write(path, dt, rank, shape, data, err, errlen);
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) n *= (size_t)shape[i];
+    float *tmp = alloc_elems(n, TILE_F32);
+    if (!tmp) return fail(err, errlen, "%s: out of memory", path);
+    for (size_t i = 0; i < n; i++) tmp[i] = m2_get(data, dt, i);
+    int rc = npy_write(path, TILE_F32, rank, shape, tmp, err, errlen);
+    free(tmp);
+    return rc;
+}
+
+static int write_f32(const char *dir, const char *name, int rank, const int64_t *shape, const float *data,
+                     char *err, size_t errlen) {
+    return write_as_f32(dir, name, rank, shape, data, TILE_F32, err, errlen);
 }
 
 int m2_inputs_write(const M2Inputs *in, const char *dir, char *err, size_t errlen) {
@@ -339,12 +500,12 @@ int m2_inputs_write(const M2Inputs *in, const char *dir, char *err, size_t errle
     const int64_t shape_bc[4] = {s->batch, s->seqlen, s->groups, s->dstate};
     const int64_t shape_state[4] = {s->batch, s->heads, s->headdim, s->dstate};
     const int64_t shape_h[2] = {s->heads, s->headdim};
-    int rc = write_f32(dir, "x.npy", 4, shape_x, in->x, err, errlen);
+    int rc = write_as_f32(dir, "x.npy", 4, shape_x, in->x, in->dtype, err, errlen);
     if (rc == 0) rc = write_f32(dir, "dt.npy", 3, shape_x, in->dt, err, errlen);
     if (rc == 0) rc = write_f32(dir, "A.npy", 1, shape_h, in->A, err, errlen);
-    if (rc == 0) rc = write_f32(dir, "B.npy", 4, shape_bc, in->B, err, errlen);
-    if (rc == 0) rc = write_f32(dir, "C.npy", 4, shape_bc, in->C, err, errlen);
-    if (rc == 0 && in->z) rc = write_f32(dir, "z.npy", 4, shape_x, in->z, err, errlen);
+    if (rc == 0) rc = write_as_f32(dir, "B.npy", 4, shape_bc, in->B, in->dtype, err, errlen);
+    if (rc == 0) rc = write_as_f32(dir, "C.npy", 4, shape_bc, in->C, in->dtype, err, errlen);
+    if (rc == 0 && in->z) rc = write_as_f32(dir, "z.npy", 4, shape_x, in->z, in->dtype, err, errlen);
     if (rc == 0 && in->dt_bias) rc = write_f32(dir, "dt_bias.npy", 1, shape_h, in->dt_bias, err, errlen);
     if (rc == 0 && in->initial_states)
         rc = write_f32(dir, "initial_states.npy", 4, shape_state, in->initial_states, err, errlen);
@@ -352,7 +513,7 @@ int m2_inputs_write(const M2Inputs *in, const char *dir, char *err, size_t errle
         if (!in->D_per_head) {
             rc = write_f32(dir, "D.npy", 2, shape_h, in->D, err, errlen);
         } else {
-            float *d = alloc_floats(s->heads);
+            float *d = alloc_elems((size_t)s->heads, TILE_F32);
             if (!d) return fail(err, errlen, "out of memory");
             for (int h = 0; h < s->heads; h++) d[h] = in->D[(size_t)h * s->headdim];
             rc = write_f32(dir, "D.npy", 1, shape_h, d, err, errlen);
@@ -365,7 +526,7 @@ int m2_inputs_write(const M2Inputs *in, const char *dir, char *err, size_t errle
 int m2_outputs_write(const M2Outputs *out, const M2Shape *s, const char *dir, char *err, size_t errlen) {
     const int64_t shape_y[4] = {s->batch, s->seqlen, s->heads, s->headdim};
     const int64_t shape_state[4] = {s->batch, s->heads, s->headdim, s->dstate};
-    int rc = write_f32(dir, "y.npy", 4, shape_y, out->y, err, errlen);
+    int rc = write_as_f32(dir, "y.npy", 4, shape_y, out->y, out->dtype, err, errlen);
     if (rc == 0) rc = write_f32(dir, "final_states.npy", 4, shape_state, out->final_states, err, errlen);
     return rc;
 }
