@@ -34,7 +34,7 @@ static const char usage_text[] =
     "  bench:   --bench  --iters N  --warmup N\n"
     "  tiles:   --block-n-state N  --block-n-out N   (dstate slice of kernels 2 and 3)\n"
     "           --block-k N (tokens per mma step of kernel 2)  --warps-state N  --warps-out N\n"
-    "  tune:    --tune (autotune the three kernels on these inputs first; the tiles flags given\n"
+    "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
     "With neither --bench nor --save, --check is implied.  MAMBA2_TILE_DIR overrides\n"
@@ -231,8 +231,10 @@ static int min_int(int a, int b) { return a < b ? a : b; }
 static int max_int(int a, int b) { return a > b ? a : b; }
 static int cdiv_int(int a, int b) { return (a + b - 1) / b; }
 
-enum { K_CUMSUM, K_STATE, K_OUT, K_COUNT };
-static const char *const kernel_label[K_COUNT] = {"chunk_cumsum", "fwd_pass_state", "compute_out"};
+/* Four launches of the three programs: compute_out.tile first computes the
+ * chunk's C Bᵀ scores once per group (chunk_scores), then the output. */
+enum { K_CUMSUM, K_STATE, K_SCORES, K_OUT, K_COUNT };
+static const char *const kernel_label[K_COUNT] = {"chunk_cumsum", "fwd_pass_state", "chunk_scores", "compute_out"};
 
 typedef struct Run {
     tile_ctx *ctx;
@@ -243,7 +245,8 @@ typedef struct Run {
     int nargs[K_COUNT];
     /* device buffers */
     void *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *initial, *dt_out, *dA_cumsum, *states, *final_states, *y, *dummy;
-    int Bt, H, P, N, Q, nchunks;   /* what the grids depend on besides the block sizes */
+    void *scores;                  /* (batch, chunk, group, Q, Q) f32 */
+    int Bt, H, P, N, Q, G, nchunks;   /* what the grids depend on besides the block sizes */
 } Run;
 
 static const char *short_dtype(tile_dtype t) { return tile_dtype_name(t); }
@@ -305,6 +308,11 @@ static void grid_for(const Run *run, int which, const tile_const *c, int n, int 
         grid[0] = cdiv_int(run->P, block_p) * cdiv_int(run->N, block_n);
         grid[1] = run->H;
         grid[2] = run->Bt;
+    } else if (which == K_SCORES) {
+        const int per = max_int(1, run->Q / max_int(1, const_of(c, n, "BLOCK_M", 64)));
+        grid[0] = per * per;
+        grid[1] = run->nchunks;
+        grid[2] = run->Bt * run->G;
     } else {
         const int block_m = max_int(1, const_of(c, n, "BLOCK_M", 64));
         const int block_p = max_int(1, const_of(c, n, "BLOCK_P", 64));
@@ -359,12 +367,12 @@ static int tune_kernel(Run *run, int which, const char *name, const tile_const *
 }
 
 /* Uploads the inputs, compiles the kernels (tuned with `tune`) and prepares
- * the three launches. */
+ * the four launches. */
 static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune, int verbose) {
     const M2Shape *s = &in->s;
     const int Bt = s->batch, L = s->seqlen, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
     const int Q = s->chunk, nchunks = cdiv_int(L, Q);
-    run->Bt = Bt, run->H = H, run->P = P, run->N = N, run->Q = Q, run->nchunks = nchunks;
+    run->Bt = Bt, run->H = H, run->P = P, run->N = N, run->Q = Q, run->G = G, run->nchunks = nchunks;
     const tile_dtype dt = o->dtype, sdt = o->state_dtype;
     const size_t nx = m2_numel_x(s), nbc = m2_numel_bc(s), nstate = m2_numel_state(s);
     const size_t ntok = (size_t)Bt * L * H;
@@ -384,7 +392,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (alloc_zero(run, &run->dummy, 16) || alloc_zero(run, &run->dt_out, ntok * 4) ||
         alloc_zero(run, &run->dA_cumsum, ntok * 4) ||
         alloc_zero(run, &run->states, (size_t)Bt * nchunks * H * P * N * (size_t)tile_dtype_size(sdt)) ||
-        alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)))
+        alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)) ||
+        alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4))
         return -1;
 
     char dir[4096];
@@ -393,9 +402,10 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     char name[K_COUNT][64];
     snprintf(name[K_CUMSUM], sizeof name[K_CUMSUM], "chunk_cumsum");
     snprintf(name[K_STATE], sizeof name[K_STATE], "fwd_pass_state_%s_s%s", short_dtype(dt), short_dtype(sdt));
+    snprintf(name[K_SCORES], sizeof name[K_SCORES], "chunk_scores_%s", short_dtype(dt));
     snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
     if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
-        load_module(run, K_OUT, dir, "compute_out.tile"))
+        load_module(run, K_SCORES, dir, "compute_out.tile") || load_module(run, K_OUT, dir, "compute_out.tile"))
         return -1;
 
     const int block_h = min_int(16, pow2_at_least(H));
@@ -434,6 +444,14 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (o->warps_out) c3[n3++] = f3[nf3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
     if (o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
 
+    /* chunk_scores: all of dstate in one step for 16-bit inputs (no spills
+     * at 128; 64 spills a word), 64 for f32 */
+    const int block_n_scores = min_int(dt == TILE_F32 ? 64 : 128, max_int(16, pow2_at_least(N)));
+    tile_const c4[6] = {{"CHUNK", 0, Q, 0}, {"BLOCK_M", 0, block_m, 0}, {"BLOCK_N", 0, block_n_scores, 0}};
+    tile_const f4[6] = {{"CHUNK", 0, Q, 0}};
+    int n4 = 3, nf4 = 1;
+    if (dt == TILE_F32) c4[n4++] = f4[nf4++] = (tile_const){"TF32", 0, tf32, 0};
+
     /* chunk_cumsum(A, dt, dt_bias, dt_out, dA_cumsum, dt_min, dt_max) */
     tile_arg *a = run->args[K_CUMSUM];
     a[0] = array_arg(run->A, TILE_F32, 1, H, 0, 0, 0, 0);
@@ -457,11 +475,18 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[6] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
     run->nargs[K_STATE] = 7;
 
-    /* compute_out(x, Bmat, Cmat, z, D, dt_out, dA_cumsum, states, y) */
+    /* chunk_scores(Bmat, Cmat, cb) */
+    a = run->args[K_SCORES];
+    a[0] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+    a[1] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+    a[2] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
+    run->nargs[K_SCORES] = 3;
+
+    /* compute_out(x, Cmat, cb, z, D, dt_out, dA_cumsum, states, y) */
     a = run->args[K_OUT];
     a[0] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
-    a[1] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
-    a[2] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+    a[1] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+    a[2] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
     a[3] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
     a[4] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0) : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
     a[5] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
@@ -470,8 +495,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[8] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
     run->nargs[K_OUT] = 9;
 
-    const tile_const *consts[K_COUNT] = {c1, c2, c3}, *fixed[K_COUNT] = {f1, f2, f3};
-    const int nconsts[K_COUNT] = {n1, n2, n3}, nfixed[K_COUNT] = {nf1, nf2, nf3};
+    const tile_const *consts[K_COUNT] = {c1, c2, c4, c3}, *fixed[K_COUNT] = {f1, f2, f4, f3};
+    const int nconsts[K_COUNT] = {n1, n2, n4, n3}, nfixed[K_COUNT] = {nf1, nf2, nf4, nf3};
     for (int k = 0; k < K_COUNT; k++) {
         if (tune) {
             if (tune_kernel(run, k, name[k], fixed[k], nfixed[k], verbose)) return -1;
@@ -483,7 +508,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     return 0;
 }
 
-/* Launches the three kernels; with events (K_COUNT + 1 of them) records one
+/* Launches the four kernels; with events (K_COUNT + 1 of them) records one
  * before each kernel and one after the last. */
 static int run_launch(Run *run, tile_event **ev) {
     for (int k = 0; k < K_COUNT; k++) {
@@ -522,7 +547,7 @@ static int run_download(Run *run, const M2Inputs *in, const M2Options *o, M2Outp
 
 static void run_free(Run *run) {
     void *bufs[] = {run->x, run->dt, run->A, run->B, run->C, run->D, run->z, run->dt_bias, run->initial,
-                    run->dt_out, run->dA_cumsum, run->states, run->final_states, run->y, run->dummy};
+                    run->dt_out, run->dA_cumsum, run->states, run->final_states, run->y, run->dummy, run->scores};
     if (!run->ctx) return;
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tile_free(run->ctx, bufs[i]);
     tile_ctx_destroy(run->ctx);   /* releases the modules too */

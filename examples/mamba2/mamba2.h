@@ -1,7 +1,7 @@
 /* mamba2.h: the Mamba-2 SSD forward driver, shared between its files.
  * Prefix: m2_.
  *
- *   mamba2.c      the command line, the three launches, --check, --bench
+ *   mamba2.c      the command line, the four launches of the three programs, --check, --bench
  *   mamba2_io.c   inputs: random ones, or .npy files checked for shape; saving
  *   mamba2_ref.c  the float64 sequential-recurrence reference and error norms
  *
