@@ -866,9 +866,72 @@ static void emit_shape(Emitter *E, const IrOp *op) {
     emit_alias(E, op, relabel(E, X, t->rank, t->shape, src));
 }
 
+/* Value (C expression, or "0" / "1") of bit s of register `reg`'s element in
+ * layout R for the thread running it; spec -2 / -3 are the constants. */
+static const char *elem_bit(Emitter *E, const Layout *R, int reg, int s) {
+    if (s == -2) return "0";
+    if (s == -3) return "1";
+    if (s < 0 || R->space[s] == LAY_NONE) return "0";
+    if (R->space[s] == LAY_REG) return ((lay_reg_elem(R, reg) >> s) & 1) ? "1" : "0";
+    return ce_fmt_str(E, "((%s >> %d) & 1)", R->space[s] == LAY_LANE ? "lane" : "warp", R->bit[s]);
+}
+
+/* gather_smem without shared memory when every warp holds all of x (no warp
+ * bits) in a few registers: one shuffle per target register (per candidate
+ * source register when the source register depends on the thread).  Small
+ * vectors broadcast against tiles (a row's decay, a column's δ) come this
+ * way: no barrier.  NULL when x does not qualify. */
+static const char *gather_shfl(Emitter *E, const char *name, int x, DType t, int r, const int *spec) {
+    const Layout *X = ce_lay(E, x), *R = ce_lay(E, r);
+    int xr = lay_nregs(X);
+    if (lay_warp_mask(X) || xr > 4 || ce_regsize(t) > 8) return NULL;
+    bool runtime_reg = false;
+    for (int i = 0; i < lay_nregs(R) && !runtime_reg; i++)
+        for (int b = 0; b < X->nbits; b++)
+            if (X->space[b] == LAY_REG && strlen(elem_bit(E, R, i, spec[b])) > 1) runtime_reg = true;
+    if (lay_nregs(R) * (runtime_reg ? xr : 1) > 64) return NULL;
+    const char *res = ce_fresh(E, "c");
+    ce_decl(E, t, res, r);
+    for (int i = 0; i < lay_nregs(R); i++) {
+        Buf lb = {0}, rb = {0};
+        ce_buf_printf(&lb, "0");
+        ce_buf_printf(&rb, "0");
+        for (int b = 0; b < X->nbits; b++) {
+            if (X->space[b] != LAY_LANE && X->space[b] != LAY_REG) continue;
+            const char *v = elem_bit(E, R, i, spec[b]);
+            if (!strcmp(v, "0")) continue;
+            ce_buf_printf(X->space[b] == LAY_LANE ? &lb : &rb, " | (%s << %d)", v, X->bit[b]);
+        }
+        const char *dst = ce_reg(E, res, r, i);
+        if (!runtime_reg) {
+            int reg = 0;   /* constant: evaluate the " | (1 << k)" terms */
+            for (int b = 0; b < X->nbits; b++)
+                if (X->space[b] == LAY_REG && !strcmp(elem_bit(E, R, i, spec[b]), "1")) reg |= 1 << X->bit[b];
+            ce_out(E, "%s = tile_shfl(%s, %s);", dst, ce_reg(E, name, x, reg), lb.p);
+        } else {
+            ce_out(E, "{");
+            E->indent++;
+            ce_out(E, "const int sl = %s, sr = %s;", lb.p, rb.p);
+            ce_out(E, "%s = tile_shfl(%s, sl);", dst, ce_reg(E, name, x, 0));
+            for (int k = 1; k < xr; k++) {
+                const char *sk = ce_fresh(E, "s");
+                ce_out(E, "const %s %s = tile_shfl(%s, sl);", ce_ctype(t), sk, ce_reg(E, name, x, k));
+                ce_out(E, "if (sr == %d) %s = %s;", k, dst, sk);
+            }
+            E->indent--;
+            ce_out(E, "}");
+        }
+        free(lb.p);
+        free(rb.p);
+    }
+    return res;
+}
+
 /* Reads into layout r, from x staged in shared memory, the element whose
  * bit b is: spec[b] >= 0: bit spec[b] of r's element; -2: 0; -3: 1. */
 static const char *gather_smem(Emitter *E, const char *name, int x, DType t, int r, const int *spec) {
+    const char *viashfl = gather_shfl(E, name, x, t, r, spec);
+    if (viashfl) return viashfl;
     const Layout *X = ce_lay(E, x), *R = ce_lay(E, r);
     int cpos[LAY_MAX_BITS], nc = 0;
     for (int b = 0; b < X->nbits; b++) cpos[b] = X->space[b] != LAY_NONE ? nc++ : -1;
@@ -891,7 +954,7 @@ static const char *gather_smem(Emitter *E, const char *name, int x, DType t, int
     ce_out(E, "const int cw = %s, cr = %s;", wb.p, rb.p);
     free(wb.p);
     free(rb.p);
-    ce_out(E, "__syncthreads();");
+    if (!E->scratch_clean) ce_out(E, "__syncthreads();");
     const char *own = ce_owner(E, x);
     if (own) ce_out(E, "if (%s) {", own), E->indent++;
     for (int i = 0; i < lay_nregs(X); i++) {
@@ -914,6 +977,7 @@ static const char *gather_smem(Emitter *E, const char *name, int x, DType t, int
     }
     E->indent--;
     ce_out(E, "}");
+    E->scratch_clean = false;
     return res;
 }
 
@@ -1144,12 +1208,15 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
     case OP_REDUCE_SUM: case OP_REDUCE_MAX: case OP_REDUCE_MIN: case OP_REDUCE_PROD:
     case OP_ARGMAX: case OP_ARGMIN:
         ce_emit_reduce(E, op);
+        E->scratch_clean = false;
         return;
     case OP_CUMSUM: case OP_CUMPROD:
         ce_emit_scan(E, op);
+        E->scratch_clean = false;
         return;
     case OP_MMA:
         ce_emit_mma(E, op);
+        E->scratch_clean = false;
         return;
     case OP_RESHAPE: case OP_PERMUTE: case OP_BROADCAST:
         emit_shape(E, op);
@@ -1190,11 +1257,13 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
             ce_out(E, "for (%s %s = (%s)%s; %s_st > 0 ? %s < %s_hi : (%s_st < 0 && %s > %s_hi); %s += %s_st) {",
                 IT, i, IT, lo, i, i, i, i, i, i, i, i);
         E->indent++;
+        E->scratch_clean = false;   /* the back edge comes from the body's end */
         if (piped) ce_async_loop_top(E, op, i);
         emit_scalar_def(E, op, ce_fmt_str(E, "(%s)%s", ce_ctype(t), i));
         ce_emit_block(E, op->body);
         E->indent--;
         ce_out(E, "}");
+        E->scratch_clean = piped;   /* the drain ends in a barrier */
         ce_async_loop_end(E, piped, &outer);
         E->indent--;
         ce_out(E, "}");
@@ -1203,14 +1272,18 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
     case OP_LOOP:
         ce_out(E, "for (;;) {");
         E->indent++;
+        E->scratch_clean = false;
         ce_emit_block(E, op->body);
         E->indent--;
         ce_out(E, "}");
         return;
-    case OP_IF:
+    case OP_IF: {
+        bool clean = E->scratch_clean;
         ce_out(E, "if (%s) {", ce_vreg(E, op->args[0], 0));
         E->indent++;
         ce_emit_block(E, op->body);
+        bool then_clean = E->scratch_clean;
+        E->scratch_clean = clean;
         E->indent--;
         if (op->else_body && op->else_body->nops) {
             ce_out(E, "} else {");
@@ -1219,13 +1292,15 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
             E->indent--;
         }
         ce_out(E, "}");
+        E->scratch_clean = E->scratch_clean && then_clean;
         return;
+    }
     case OP_BREAK: ce_out(E, "break;"); return;
     case OP_CONTINUE: ce_out(E, "continue;"); return;
     case OP_RETURN: ce_out(E, "return;"); return;
     case OP_LOCAL_GET: emit_local_get(E, op); return;
     case OP_LOCAL_SET: emit_local_set(E, op); return;
-    case OP_PRINT: ce_emit_print(E, op); return;
+    case OP_PRINT: ce_emit_print(E, op); E->scratch_clean = false; return;
     case OP_COUNT: break;
     }
     (void)f;
@@ -1304,6 +1379,7 @@ static void emitter_reset(Emitter *E) {
     E->last_line = -1;
     E->smem_bytes = 0;
     E->async_top = E->async_peak = 0;
+    E->scratch_clean = true;
     for (int i = 0; i < E->f->nvalues; i++) E->vals[i].lay = -1, E->vals[i].name = "undef";
     for (int k = 0; k < E->nlays; k++) E->lay_used[k] = false;
 }

@@ -291,6 +291,7 @@ static void emit_single(Emitter *E, const IrOp *ld) {
     ce_out(E, "tile_cp_async_commit();");
     ce_out(E, "tile_cp_async_wait_all();");
     ce_out(E, "__syncthreads();");
+    E->scratch_clean = true;
     E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %lld)", (long long)off);
 }
 
@@ -480,6 +481,7 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     int S = E->pipe_stages;
     ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", S - 2);
     ce_out(E, "__syncthreads();             /* ... for every thread; the last iteration's buffer is free */");
+    E->scratch_clean = true;
     issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, S - 1, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, S - 1, S));
     E->pipe_stage = ce_fmt_str(E, "%s_st%d", i, S);
     ce_out(E, "const int %s = %s_it %% %d;", E->pipe_stage, i, S);

@@ -45,6 +45,9 @@ typedef struct Emitter {
     bool local_changed;
     bool analysis;        /* layouts only: the text is thrown away */
     int smem_bytes;
+    /* no thread has touched the scratch area since the last barrier: a
+     * write to it needs no barrier first */
+    bool scratch_clean;
     int ntmp;
     int last_line;
     int errors;

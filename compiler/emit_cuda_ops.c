@@ -352,7 +352,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         /* conversions use shared memory too: all of them before the staging */
         if (!a_async) ce_make_full(E, ia);
         if (!b_async) ce_make_full(E, ib);
-        ce_out(E, "__syncthreads();");
+        if (!E->scratch_clean) ce_out(E, "__syncthreads();");
         if (!a_async) stage_operand(E, ia, 0, lda);
         if (!b_async) stage_operand(E, ib, b_off, ldb);
         ce_out(E, "__syncthreads();");

@@ -147,6 +147,14 @@ TILE_DEV unsigned tile_shfl_xor(unsigned v, int m) { return __shfl_xor_sync(0xff
 TILE_DEV long long tile_shfl_xor(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 TILE_DEV unsigned long long tile_shfl_xor(unsigned long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 template <typename T> TILE_DEV T tile_shfl_xor(T v, int m) { return (T)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+/* the value lane `src` holds (layout conversions within a warp) */
+TILE_DEV float tile_shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+TILE_DEV double tile_shfl(double v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+TILE_DEV int tile_shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+TILE_DEV unsigned tile_shfl(unsigned v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+TILE_DEV long long tile_shfl(long long v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+TILE_DEV unsigned long long tile_shfl(unsigned long long v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+template <typename T> TILE_DEV T tile_shfl(T v, int src) { return (T)__shfl_sync(0xffffffffu, (int)v, src); }
 
 /* ---- atomics: a compare-and-swap loop for any type and any update -------- */
 template <typename T, typename F> TILE_DEV void tile_atomic_rmw(T *p, F update) {
