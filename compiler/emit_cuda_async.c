@@ -252,6 +252,50 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
         b[d] = ce_fresh(E, "b");
         ce_out(E, "const long long %s = (long long)%s * %d;", b[d], ce_vreg(E, ld->args[d], 0), t->shape[d]);
     }
+    /* Fast path, when the whole tile lies inside the array (the common
+     * case): one base pointer per thread, then a constant step per copy. */
+    if (E->threads % cpr == 0) {
+        Buf fb = {0};
+        ce_buf_printf(&fb, "true");
+        for (int d = 0; d < t->rank; d++) {
+            int a = ld->nints == t->rank ? ld->ints[d] : d;
+            int ext = d == row ? rows : d == col ? cols : 1;
+            ce_buf_printf(&fb, " && %s >= 0 && %s + %d <= (long long)p%d_n%d", b[d], b[d], ext, arr, a);
+        }
+        ce_out(E, "if (%s) {", fb.p);
+        free(fb.p);
+        E->indent++;
+        /* offsets in the array's offset type (32-bit when the launch allows) */
+        Buf pb = {0};
+        ce_buf_printf(&pb, "(%s)0", OT);
+        for (int d = 0; d < t->rank; d++) {
+            int a = ld->nints == t->rank ? ld->ints[d] : d;
+            ce_buf_printf(&pb, " + (%s)%s * (%s)p%d_s%d", OT, b[d], OT, arr, a);
+        }
+        int ra = row >= 0 ? (ld->nints == t->rank ? ld->ints[row] : row) : -1;
+        int rows_per_rep = E->threads / cpr;
+        ce_out(E, "const int r0 = (int)threadIdx.x / %d, k0 = ((int)threadIdx.x %% %d) * %d;", cpr, cpr, ve);
+        if (ra >= 0) {
+            ce_out(E, "const %s *src = p%d + (%s + (%s)r0 * (%s)p%d_s%d + k0);", ce_mtype(t->dtype), arr, pb.p, OT, OT, arr, ra);
+            ce_out(E, "const %s step = %d * (%s)p%d_s%d;", OT, rows_per_rep, OT, arr, ra);
+        } else {
+            ce_out(E, "const %s *src = p%d + (%s + k0);", ce_mtype(t->dtype), arr, pb.p);
+            ce_out(E, "const %s step = 0;", OT);
+        }
+        free(pb.p);
+        ce_out(E, "unsigned char *dst = tile_async + %s + (r0 * %d + k0) * %d;", dst, pitch, s);
+        ce_out(E, "#pragma unroll");
+        ce_out(E, "for (int j = 0; j < %d; ++j)", reps);
+        E->indent++;
+        if (total % E->threads)
+            ce_out(E, "if (r0 + j * %d < %d) tile_cp_async16(dst + j * %d, src + j * step, 16);", rows_per_rep, rows,
+                rows_per_rep * pitch * s);
+        else
+            ce_out(E, "tile_cp_async16(dst + j * %d, src + j * step, 16);", rows_per_rep * pitch * s);
+        E->indent -= 2;
+        ce_out(E, "} else {");
+        E->indent++;
+    }
     ce_out(E, "#pragma unroll");
     ce_out(E, "for (int j = 0; j < %d; ++j) {", reps);
     E->indent++;
@@ -278,6 +322,7 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     if (total % E->threads) E->indent--, ce_out(E, "}");
     E->indent--;
     ce_out(E, "}");
+    if (E->threads % cpr == 0) E->indent--, ce_out(E, "}");
     E->indent--;
     ce_out(E, "}");
 }
