@@ -892,6 +892,8 @@ static const char *gather_shfl(Emitter *E, const char *name, int x, DType t, int
     if (lay_nregs(R) * (runtime_reg ? xr : 1) > 64) return NULL;
     const char *res = ce_fresh(E, "c");
     ce_decl(E, t, res, r);
+    /* target registers that read the same source (a broadcast) share one shuffle */
+    const char **seen_src = calloc((size_t)lay_nregs(R), sizeof *seen_src);
     for (int i = 0; i < lay_nregs(R); i++) {
         Buf lb = {0}, rb = {0};
         ce_buf_printf(&lb, "0");
@@ -907,8 +909,25 @@ static const char *gather_shfl(Emitter *E, const char *name, int x, DType t, int
             int reg = 0;   /* constant: evaluate the " | (1 << k)" terms */
             for (int b = 0; b < X->nbits; b++)
                 if (X->space[b] == LAY_REG && !strcmp(elem_bit(E, R, i, spec[b]), "1")) reg |= 1 << X->bit[b];
-            ce_out(E, "%s = tile_shfl(%s, %s);", dst, ce_reg(E, name, x, reg), lb.p);
+            const char *src = ce_fmt_str(E, "tile_shfl(%s, %s)", ce_reg(E, name, x, reg), lb.p);
+            int same = -1;
+            for (int k = 0; k < i && same < 0; k++)
+                if (seen_src && seen_src[k] && !strcmp(seen_src[k], src)) same = k;
+            if (seen_src) seen_src[i] = src;
+            if (same >= 0) ce_out(E, "%s = %s;", dst, ce_reg(E, res, r, same));
+            else ce_out(E, "%s = %s;", dst, src);
         } else {
+            const char *key = ce_fmt_str(E, "%s|%s", lb.p, rb.p);
+            int same = -1;
+            for (int k = 0; k < i && same < 0; k++)
+                if (seen_src && seen_src[k] && !strcmp(seen_src[k], key)) same = k;
+            if (seen_src) seen_src[i] = key;
+            if (same >= 0) {
+                ce_out(E, "%s = %s;", dst, ce_reg(E, res, r, same));
+                free(lb.p);
+                free(rb.p);
+                continue;
+            }
             ce_out(E, "{");
             E->indent++;
             ce_out(E, "const int sl = %s, sr = %s;", lb.p, rb.p);
@@ -924,6 +943,7 @@ static const char *gather_shfl(Emitter *E, const char *name, int x, DType t, int
         free(lb.p);
         free(rb.p);
     }
+    free(seen_src);
     return res;
 }
 
