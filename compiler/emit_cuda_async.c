@@ -315,7 +315,10 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     /* elements left in the row (0 past the end): the rest of the 16 bytes is zero-filled */
     ce_out(E, "const long long left = (%s) ? (long long)p%d_n%d - (%s + k) : 0;", ib.p, arr, ca, b[col]);
     ce_out(E, "const int bytes = left >= %d ? 16 : left > 0 ? (int)left * %d : 0;", ve, s);
-    ce_out(E, "tile_cp_async16(tile_async + %s + (r * %d + k) * %d, bytes ? (const void *)(p%d + (%s)) : (const void *)p%d, bytes);",
+    /* a piece cut by the array's end is copied by plain loads (cp.async's
+     * zero fill would still address 16 bytes) */
+    ce_out(E, "if (bytes == 16) tile_cp_async16(tile_async + %s + (r * %d + k) * %d, p%d + (%s), 16);", dst, pitch, s, arr, ob.p);
+    ce_out(E, "else tile_copy16_partial(tile_async + %s + (r * %d + k) * %d, bytes ? (const void *)(p%d + (%s)) : (const void *)p%d, bytes);",
         dst, pitch, s, arr, ob.p, arr);
     free(ib.p);
     free(ob.p);

@@ -209,6 +209,15 @@ TILE_DEV void tile_cp_async16(void *smem, const void *gmem, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                  :: "r"(tile_smem_addr(smem)), "l"(gmem), "r"(bytes) : "memory");
 }
+/* The part of a 16-byte piece that lies inside the array (`bytes`, 0..14, a
+ * multiple of 2), the rest zero: plain loads and stores, so nothing past the
+ * array's end is read */
+TILE_DEV void tile_copy16_partial(void *smem, const void *gmem, int bytes) {
+    unsigned short *d = (unsigned short *)smem;
+    const unsigned short *g = (const unsigned short *)gmem;
+#pragma unroll
+    for (int i = 0; i < 8; i++) d[i] = 2 * i < bytes ? g[i] : (unsigned short)0;
+}
 TILE_DEV void tile_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 /* waits until at most N of this thread's committed groups are in flight */
 template <int N> TILE_DEV void tile_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
