@@ -439,6 +439,15 @@ int m2_inputs_read(M2Inputs *in, const char *dir, int chunk, tile_dtype dtype, c
         }
     }
     if (rc == 0) rc = m2_shape_check(&s, err, errlen);
+    /* A = -exp(A_log) < 0 in the model.  A positive A makes every decay grow
+     * without bound; the kernels clamp exponents at 0, which would quietly run
+     * such a head as if A were 0: refuse it instead (A = 0, no decay, is fine). */
+    for (int h = 0; rc == 0 && h < s.heads; h++) {
+        const float a = ((const float *)files[F_A].arr.data)[h];
+        if (!(a <= 0.0f))
+            rc = fail(err, errlen, "%s/A.npy: A[%d] = %g: Mamba-2 needs A <= 0 (A = -exp(A_log)); a positive or NaN A "
+                      "has no finite recurrence", dir, h, (double)a);
+    }
     if (rc == 0) {
         in->s = s;
         in->dtype = dtype;
