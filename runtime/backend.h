@@ -111,6 +111,7 @@ struct tile_backend_ops {
                            tile_copy_kind kind);
     tile_status (*memset_)(tile_ctx *ctx, void *dst, int byte, size_t bytes);
     tile_status (*synchronize)(tile_ctx *ctx);
+    tile_status (*mem_info)(tile_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
     tile_status (*event_create)(tile_ctx *ctx, void **ev);
     tile_status (*event_record)(tile_ctx *ctx, void *ev, void *stream);
     tile_status (*event_elapsed_ms)(tile_ctx *ctx, void *start, void *end, float *ms);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static tile_status cpu_init(tile_ctx *ctx, int device) {
     if (device != 0)
@@ -82,6 +83,15 @@ static tile_status cpu_memset(tile_ctx *ctx, void *dst, int byte, size_t bytes) 
 
 static tile_status cpu_synchronize(tile_ctx *ctx) { return TILE_OK; }
 
+static tile_status cpu_mem_info(tile_ctx *ctx, size_t *free_bytes, size_t *total_bytes) {
+    long page = sysconf(_SC_PAGESIZE), avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES);
+    if (page <= 0 || avail < 0 || phys <= 0)
+        return tile_error(ctx, TILE_ERR_UNSUPPORTED, "tile_mem_info: the host's memory size is unknown");
+    *free_bytes = (size_t)avail * (size_t)page;
+    *total_bytes = (size_t)phys * (size_t)page;
+    return TILE_OK;
+}
+
 static tile_status cpu_event_create(tile_ctx *ctx, void **ev) {
     struct timespec *t = calloc(1, sizeof *t);
     if (!t) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
@@ -115,6 +125,7 @@ static const tile_backend_ops cpu_ops = {
     .memcpy_ = cpu_memcpy,
     .memset_ = cpu_memset,
     .synchronize = cpu_synchronize,
+    .mem_info = cpu_mem_info,
     .event_create = cpu_event_create,
     .event_record = cpu_event_record,
     .event_elapsed_ms = cpu_event_elapsed_ms,

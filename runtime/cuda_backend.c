@@ -52,6 +52,7 @@ typedef struct Driver {
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*MemGetInfo)(size_t *, size_t *);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
@@ -129,6 +130,7 @@ static bool load_driver(Driver *d, char *err, size_t errlen) {
         {(void **)&d->MemcpyDtoH, "cuMemcpyDtoH_v2"},
         {(void **)&d->MemcpyDtoD, "cuMemcpyDtoD_v2"},
         {(void **)&d->MemsetD8, "cuMemsetD8_v2"},
+        {(void **)&d->MemGetInfo, "cuMemGetInfo_v2"},
         {(void **)&d->EventCreate, "cuEventCreate"},
         {(void **)&d->EventRecord, "cuEventRecord"},
         {(void **)&d->EventSynchronize, "cuEventSynchronize"},
@@ -514,6 +516,13 @@ static tile_status cuda_synchronize(tile_ctx *ctx) {
     return TILE_OK;
 }
 
+static tile_status cuda_mem_info(tile_ctx *ctx, size_t *free_bytes, size_t *total_bytes) {
+    CudaState *s = state(ctx);
+    s->drv.CtxSetCurrent(s->ctx);
+    CU_CHECK(ctx, s->drv.MemGetInfo(free_bytes, total_bytes), TILE_ERR_LAUNCH, "querying GPU memory");
+    return TILE_OK;
+}
+
 static tile_status cuda_event_create(tile_ctx *ctx, void **ev) {
     CudaState *s = state(ctx);
     CUevent e;
@@ -551,6 +560,7 @@ static const tile_backend_ops cuda_ops = {
     cuda_memcpy,
     cuda_memset,
     cuda_synchronize,
+    cuda_mem_info,
     cuda_event_create,
     cuda_event_record,
     cuda_event_elapsed_ms,

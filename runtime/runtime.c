@@ -797,6 +797,17 @@ tile_status tile_malloc(tile_ctx *ctx, size_t bytes, void **ptr) {
     return ctx->ops->malloc_(ctx, bytes, ptr);
 }
 
+tile_status tile_mem_info(tile_ctx *ctx, size_t *free_bytes, size_t *total_bytes) {
+    tile_status st = ctx_check(ctx, "tile_mem_info");
+    if (st != TILE_OK) return st;
+    size_t f = 0, t = 0;
+    st = ctx->ops->mem_info(ctx, &f, &t);
+    if (st != TILE_OK) return st;
+    if (free_bytes) *free_bytes = f;
+    if (total_bytes) *total_bytes = t;
+    return TILE_OK;
+}
+
 tile_status tile_free(tile_ctx *ctx, void *ptr) {
     tile_status st = ctx_check(ctx, "tile_free");
     if (st != TILE_OK || !ptr) return st;

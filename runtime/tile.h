@@ -172,6 +172,10 @@ tile_status tile_memcpy_d2h(tile_ctx *ctx, void *dst, const void *src, size_t by
 tile_status tile_memcpy_d2d(tile_ctx *ctx, void *dst, const void *src, size_t bytes);
 tile_status tile_memset(tile_ctx *ctx, void *dst, int byte, size_t bytes);
 tile_status tile_synchronize(tile_ctx *ctx);
+/* Free and total memory of the context's device (CUDA: the GPU's, from the
+ * driver; CPU: the host's available and physical memory).  Either pointer may
+ * be NULL.  For leak checks and for sizing work before allocating it. */
+tile_status tile_mem_info(tile_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
 
 /* ---- timing: CUDA events on GPU, the monotonic clock on CPU -------------- */
 tile_status tile_event_create(tile_ctx *ctx, tile_event **ev);

@@ -8,16 +8,14 @@
  *      float64 recurrence, every later one must equal it.
  *   3. Context life cycles: create, load, specialise, launch, release, destroy.
  * Host memory (resident set, /proc/self/statm) and, on CUDA, device memory in
- * use (cuMemGetInfo: tile.h has no call for it, so the driver is asked
- * directly, in the context the runtime leaves current) are printed after a
- * warm-up and at the end of each phase; growth beyond a small slack fails.
+ * use (tile_mem_info) are printed after a warm-up and at the end of each
+ * phase; growth beyond a small slack fails.
  *
  *   rel_soak TILE_DIR [--backend cpu|cuda] [--launches N] [--forwards N] [--cycles N]
  *   rel_soak --probe --backend cuda      exit 0 if the backend is here, else 77
  * Exit status: 0 ok, 1 a failed check, 77 no such backend here. */
 #include "rel_common.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
@@ -47,22 +45,14 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* ---- device memory through the driver (CUDA only) ------------------------ */
+/* ---- device memory (CUDA only) ------------------------------------------- */
 
-typedef int (*MemGetInfoFn)(size_t *free_bytes, size_t *total_bytes);
-static MemGetInfoFn mem_get_info;
-
-/* Device memory in use in MiB, or -1 when unknown (CPU backend, no driver). */
+/* Device memory in use in MiB, or -1 when unknown (CPU backend). */
 static long device_used_mb(tile_ctx *ctx) {
     if (tile_ctx_backend(ctx) != TILE_BACKEND_CUDA) return -1;
-    if (!mem_get_info) {
-        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (lib) mem_get_info = (MemGetInfoFn)dlsym(lib, "cuMemGetInfo_v2");
-        if (!mem_get_info) return -1;
-    }
-    if (tile_synchronize(ctx) != TILE_OK) return -1;   /* also makes the runtime's context current */
+    if (tile_synchronize(ctx) != TILE_OK) return -1;
     size_t free_b = 0, total_b = 0;
-    if (mem_get_info(&free_b, &total_b) != 0) return -1;
+    if (tile_mem_info(ctx, &free_b, &total_b) != TILE_OK) return -1;
     return (long)((total_b - free_b) >> 20);
 }
 
@@ -76,7 +66,7 @@ static void mem_report(const char *phase, Mem start, Mem end, tile_ctx *ctx) {
         printf("; device in use %ld MiB -> %ld MiB (%+ld)", start.device_mb, end.device_mb,
                end.device_mb - start.device_mb);
     else
-        printf("; device memory: %s", tile_ctx_backend(ctx) == TILE_BACKEND_CUDA ? "unknown (no cuMemGetInfo)" : "n/a on cpu");
+        printf("; device memory: %s", tile_ctx_backend(ctx) == TILE_BACKEND_CUDA ? "unknown (tile_mem_info failed)" : "n/a on cpu");
     printf("\n");
     REL_CHECK(end.host_kb - start.host_kb <= host_slack_kb, "%s: host memory grew by %ld KiB (slack %ld KiB)", phase,
               end.host_kb - start.host_kb, host_slack_kb);

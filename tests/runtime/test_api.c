@@ -312,6 +312,14 @@ static void test_memory_and_events(void) {
     CHECK_ST(tile_free(ctx, b), TILE_OK);
     CHECK_ST(tile_free(ctx, NULL), TILE_OK);
 
+    /* memory of the device: a plausible total, free within it; NULLs allowed */
+    size_t free_b = 0, total_b = 0;
+    CHECK_ST(tile_mem_info(ctx, &free_b, &total_b), TILE_OK);
+    CHECK(total_b >= ((size_t)64 << 20) && free_b <= total_b);
+    CHECK_ST(tile_mem_info(ctx, NULL, &total_b), TILE_OK);
+    CHECK_ST(tile_mem_info(ctx, NULL, NULL), TILE_OK);
+    CHECK_ST(tile_mem_info(NULL, &free_b, &total_b), TILE_ERR_INVALID_ARG);
+
     tile_event *e0 = NULL, *e1 = NULL;
     float ms = -1;
     CHECK_ST(tile_event_create(ctx, &e0), TILE_OK);
