@@ -1176,6 +1176,41 @@ void ce_emit_line(Emitter *E, const IrOp *op) {
     free(b.p);
 }
 
+/* ---- memory hazards between the threads of a block ------------------------------ */
+
+/* Each thread touches its own elements, but which elements a thread touches
+ * depends on the op's layout: a load may read what another thread stored a
+ * moment ago.  Program order is the language's order, so a read after a write
+ * (or a write after a read or write) of one array waits at a barrier; reads
+ * after reads and atomics after atomics do not.  Arrays only read -- the
+ * common case -- never cost a barrier. */
+void ce_mem_access(Emitter *E, int arr, unsigned kind) {
+    if (!E->mem_state || arr < 0 || arr >= E->f->nparams) return;
+    unsigned st = E->mem_state[arr];
+    unsigned clash = kind == MEM_READ ? (MEM_WRITE | MEM_ATOMIC)
+                   : kind == MEM_ATOMIC ? (MEM_READ | MEM_WRITE) : (MEM_READ | MEM_WRITE | MEM_ATOMIC);
+    if (st & clash) {
+        ce_out(E, "__syncthreads();   /* %s of %s after other threads' accesses */",
+               kind == MEM_READ ? "read" : "write", E->f->params[arr].name);
+        memset(E->mem_state, 0, (size_t)E->f->nparams);
+        E->scratch_clean = true;
+    }
+    E->mem_state[arr] |= (unsigned char)kind;
+}
+
+/* The accesses a loop body makes, as if already made (they come round again). */
+static void loop_mem_access(Emitter *E, const IrBlock *blk) {
+    if (!blk || !E->mem_state) return;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o->op == OP_LOAD || o->op == OP_GATHER) E->mem_state[o->array] |= MEM_READ;
+        else if (o->op == OP_STORE || o->op == OP_SCATTER) E->mem_state[o->array] |= MEM_WRITE;
+        else if (o->op == OP_ATOMIC_ADD || o->op == OP_ATOMIC_MAX || o->op == OP_ATOMIC_MIN) E->mem_state[o->array] |= MEM_ATOMIC;
+        loop_mem_access(E, o->body);
+        loop_mem_access(E, o->else_body);
+    }
+}
+
 void ce_emit_op(Emitter *E, const IrOp *op) {
     /* views of a cp.async operand have no registers: the mma reads the buffer */
     if (ce_async_is_view(E, op->result)) return;
@@ -1248,13 +1283,17 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         emit_cat(E, op);
         return;
     case OP_LOAD:
+        /* a pipelined load's copies were issued (and checked) ahead */
+        if (!ce_async_pipelined(E, op)) ce_mem_access(E, op->array, MEM_READ);
         if (ce_async_is_load(E, op->result) || ce_async_pipelined(E, op)) ce_async_emit_load(E, op);
         else ce_emit_load(E, op);
         return;
     case OP_STORE:
+        ce_mem_access(E, op->array, MEM_WRITE);
         emit_store(E, op);
         return;
     case OP_GATHER: case OP_SCATTER: case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN:
+        ce_mem_access(E, op->array, op->op == OP_GATHER ? MEM_READ : op->op == OP_SCATTER ? MEM_WRITE : MEM_ATOMIC);
         emit_indexed(E, op);
         return;
     case OP_FOR: {
@@ -1266,6 +1305,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         ce_out(E, "{");
         E->indent++;
         ce_out(E, "const %s %s_hi = (%s)%s, %s_st = (%s)%s;", IT, i, IT, hi, i, IT, st);
+        loop_mem_access(E, op->body);   /* what the body did reaches its start again */
         AsyncLoopState outer;
         bool piped = ce_async_loop_begin(E, op, i, lo, &outer);
         if (u64)
@@ -1290,6 +1330,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         return;
     }
     case OP_LOOP:
+        loop_mem_access(E, op->body);
         ce_out(E, "for (;;) {");
         E->indent++;
         E->scratch_clean = false;
@@ -1299,11 +1340,16 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         return;
     case OP_IF: {
         bool clean = E->scratch_clean;
+        int na = E->f->nparams;
+        unsigned char *before = malloc((size_t)na + 1), *after_then = malloc((size_t)na + 1);
+        if (before) memcpy(before, E->mem_state, (size_t)na);
         ce_out(E, "if (%s) {", ce_vreg(E, op->args[0], 0));
         E->indent++;
         ce_emit_block(E, op->body);
         bool then_clean = E->scratch_clean;
         E->scratch_clean = clean;
+        if (after_then) memcpy(after_then, E->mem_state, (size_t)na);
+        if (before) memcpy(E->mem_state, before, (size_t)na);
         E->indent--;
         if (op->else_body && op->else_body->nops) {
             ce_out(E, "} else {");
@@ -1313,6 +1359,9 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         }
         ce_out(E, "}");
         E->scratch_clean = E->scratch_clean && then_clean;
+        for (int a = 0; after_then && a < na; a++) E->mem_state[a] |= after_then[a];   /* either branch */
+        free(before);
+        free(after_then);
         return;
     }
     case OP_BREAK: ce_out(E, "break;"); return;
@@ -1400,6 +1449,7 @@ static void emitter_reset(Emitter *E) {
     E->smem_bytes = 0;
     E->async_top = E->async_peak = 0;
     E->scratch_clean = true;
+    if (E->mem_state) memset(E->mem_state, 0, (size_t)E->f->nparams);
     for (int i = 0; i < E->f->nvalues; i++) E->vals[i].lay = -1, E->vals[i].name = "undef";
     for (int k = 0; k < E->nlays; k++) E->lay_used[k] = false;
 }
@@ -1422,6 +1472,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.threads = warps * 32;
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
+    E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);
     E.local_lay = ARENA_ARRAY(&E.mem, int, f->nlocals + 1);
     for (int i = 0; i < f->nlocals; i++) E.local_lay[i] = -1;
     for (int i = 0; i < f->nvalues; i++) {

@@ -518,6 +518,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     }
     E->pipe_loop = loop;
     E->pipe_stages = stages;
+    for (int j = 0; j < E->npipe; j++) ce_mem_access(E, E->pipe_loads[j]->array, MEM_READ);
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
     for (int s = 0; s + 1 < stages; s++)
         issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s));
