@@ -12,6 +12,7 @@
  * phase; growth beyond a small slack fails.
  *
  *   rel_soak TILE_DIR [--backend cpu|cuda] [--launches N] [--forwards N] [--cycles N]
+ *            [--host-slack-kb N]   (under a tool that grows the process itself)
  *   rel_soak --probe --backend cuda      exit 0 if the backend is here, else 77
  * Exit status: 0 ok, 1 a failed check, 77 no such backend here. */
 #include "rel_common.h"
@@ -345,7 +346,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: rel_soak TILE_DIR [--backend cpu|cuda] [--launches N] [--forwards N] [--cycles N]\n");
+        fprintf(stderr, "usage: rel_soak TILE_DIR [--backend cpu|cuda] [--launches N] [--forwards N] [--cycles N]"
+                        " [--host-slack-kb N]\n");
         return 2;
     }
     const int gpu = kind == TILE_BACKEND_CUDA;
@@ -354,6 +356,8 @@ int main(int argc, char **argv) {
         host_slack_kb = 1L << 40;
         printf("rel_soak: AddressSanitizer build: host growth reported, not checked (LeakSanitizer checks leaks)\n");
     }
+    const char *slack = rel_flag(argc, argv, "--host-slack-kb", NULL);
+    if (slack) host_slack_kb = atol(slack);
     const long launches = atol(rel_flag(argc, argv, "--launches", "100000"));
     const long forwards = atol(rel_flag(argc, argv, "--forwards", "1000"));
     const long cycles = atol(rel_flag(argc, argv, "--cycles", gpu ? "30" : "2000"));
