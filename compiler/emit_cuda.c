@@ -1324,6 +1324,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         E->indent--;
         ce_out(E, "}");
         E->scratch_clean = piped;   /* the drain ends in a barrier */
+        if (!piped) loop_mem_access(E, op->body);   /* a break may leave from anywhere in the body */
         ce_async_loop_end(E, piped, &outer);
         E->indent--;
         ce_out(E, "}");
@@ -1337,6 +1338,9 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         ce_emit_block(E, op->body);
         E->indent--;
         ce_out(E, "}");
+        /* a break may leave from anywhere in the body */
+        E->scratch_clean = false;
+        loop_mem_access(E, op->body);
         return;
     case OP_IF: {
         bool clean = E->scratch_clean;
