@@ -996,6 +996,13 @@ static int option_value(int argc, char **argv, int *i, const char *name, const c
     return 0;
 }
 
+/* An option that takes one value: given twice is a mistake, not "the last wins". */
+static int set_once(const char **slot, const char *name, const char *value) {
+    if (*slot) return usage_error("%s given twice ('%s', then '%s')", name, *slot, value);
+    *slot = value;
+    return -1;
+}
+
 int main(int argc, char **argv) {
     Options o;
     memset(&o, 0, sizeof o);
@@ -1020,21 +1027,21 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--tune")) {
             o.tune = 1;
         } else if (option_value(argc, argv, &i, "--emit", &v, &bad)) {
-            o.emit = v;
+            rc = set_once(&o.emit, "--emit", v);
         } else if (option_value(argc, argv, &i, "--kernel", &v, &bad)) {
-            o.kernel = v;
+            rc = set_once(&o.kernel, "--kernel", v);
         } else if (option_value(argc, argv, &i, "--dump-after", &v, &bad)) {
-            o.dump_after = v;
+            rc = set_once(&o.dump_after, "--dump-after", v);
         } else if (option_value(argc, argv, &i, "--arch", &v, &bad)) {
-            o.arch = v;
+            rc = set_once(&o.arch, "--arch", v);
         } else if (option_value(argc, argv, &i, "--backend", &v, &bad)) {
-            o.backend = v;
+            rc = set_once(&o.backend, "--backend", v);
         } else if (option_value(argc, argv, &i, "--grid", &v, &bad)) {
-            o.grid = v;
+            rc = set_once(&o.grid, "--grid", v);
         } else if (option_value(argc, argv, &i, "-D", &v, &bad)) {
             o.defines[o.ndefines++] = v;
         } else if (option_value(argc, argv, &i, "-o", &v, &bad)) {
-            o.out_path = v;
+            rc = set_once(&o.out_path, "-o", v);
         } else if (a[0] == '-' && a[1] != '\0') {
             rc = usage_error("unknown option '%s' (see tilec --help)", a);
         } else if (!o.file) {
