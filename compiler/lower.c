@@ -1114,6 +1114,11 @@ static bool const_param_value(Lower *L, const Param *p, const ConstBinding *b, S
             diag_error(L->d, p->loc, "constant '%s' is %s but was given %g", p->name, dtype_name(p->dtype), b->f);
             return false;
         }
+        if (b->is_bool && p->dtype != DT_BOOL) {
+            diag_error(L->d, p->loc, "constant '%s' is %s but was given %s", p->name, dtype_name(p->dtype),
+                       b->i ? "true" : "false");
+            return false;
+        }
         *out = b->is_float ? scalar_from_double(p->dtype, b->f) : scalar_from_int(p->dtype, b->i);
         return true;
     }
@@ -1451,6 +1456,7 @@ bool const_binding_parse(Arena *a, const char *text, ConstBinding *out, char *er
     out->name = arena_strndup(a, text, (size_t)(eq - text));
     const char *v = eq + 1;
     if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
+        out->is_bool = true;
         out->i = v[0] == 't';
         out->f = (double)out->i;
         return true;

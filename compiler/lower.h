@@ -17,6 +17,7 @@
 typedef struct ConstBinding {
     const char *name;
     bool is_float;       /* value was written as a float (1.5, 1e-3) */
+    bool is_bool;        /* value was written true / false (only a bool constant takes it) */
     int64_t i;           /* integer value (also set, truncated, for floats) */
     double f;            /* float value (also set for integers) */
 } ConstBinding;
