@@ -1,7 +1,8 @@
 /* emit_cuda_ops.c: the CUDA emitter's operations that need more than one
  * register at a time: reductions (in-thread, warp shuffles, then across warps
- * through shared memory), scans, mma (tensor cores or exact FMAs), print,
- * and the prefetching of loads in mma loops.  See emit_cuda.c for the model. */
+ * through shared memory), scans, mma (tensor cores or exact FMAs; operands
+ * from registers or from emit_cuda_async.c's cp.async buffers), print.  See
+ * emit_cuda.c for the model. */
 #include "emit_cuda_int.h"
 
 #include <stdlib.h>
