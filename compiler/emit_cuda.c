@@ -1184,18 +1184,18 @@ void ce_emit_line(Emitter *E, const IrOp *op) {
  * (or a write after a read or write) of one array waits at a barrier; reads
  * after reads and atomics after atomics do not.  Arrays only read -- the
  * common case -- never cost a barrier. */
-void ce_mem_access(Emitter *E, int arr, unsigned kind) {
-    if (!E->mem_state || arr < 0 || arr >= E->f->nparams) return;
-    unsigned st = E->mem_state[arr];
-    unsigned clash = kind == MEM_READ ? (MEM_WRITE | MEM_ATOMIC)
-                   : kind == MEM_ATOMIC ? (MEM_READ | MEM_WRITE) : (MEM_READ | MEM_WRITE | MEM_ATOMIC);
-    if (st & clash) {
+#define MEM_BIT(k) (1u << (k))
+void ce_mem_access(Emitter *E, int arr, IrMemAccess kind) {
+    if (!E->mem_state || kind == IR_MEM_NONE || arr < 0 || arr >= E->f->nparams) return;
+    unsigned all = MEM_BIT(IR_MEM_READ) | MEM_BIT(IR_MEM_WRITE) | MEM_BIT(IR_MEM_ATOMIC);
+    unsigned clash = kind == IR_MEM_WRITE ? all : all & ~MEM_BIT(kind);   /* same-kind reads or atomics commute */
+    if (E->mem_state[arr] & clash) {
         ce_out(E, "__syncthreads();   /* %s of %s after other threads' accesses */",
-               kind == MEM_READ ? "read" : "write", E->f->params[arr].name);
+               kind == IR_MEM_READ ? "read" : "write", E->f->params[arr].name);
         memset(E->mem_state, 0, (size_t)E->f->nparams);
         E->scratch_clean = true;
     }
-    E->mem_state[arr] |= (unsigned char)kind;
+    E->mem_state[arr] |= (unsigned char)MEM_BIT(kind);
 }
 
 /* The accesses a loop body makes, as if already made (they come round again). */
@@ -1203,9 +1203,8 @@ static void loop_mem_access(Emitter *E, const IrBlock *blk) {
     if (!blk || !E->mem_state) return;
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
-        if (o->op == OP_LOAD || o->op == OP_GATHER) E->mem_state[o->array] |= MEM_READ;
-        else if (o->op == OP_STORE || o->op == OP_SCATTER) E->mem_state[o->array] |= MEM_WRITE;
-        else if (o->op == OP_ATOMIC_ADD || o->op == OP_ATOMIC_MAX || o->op == OP_ATOMIC_MIN) E->mem_state[o->array] |= MEM_ATOMIC;
+        IrMemAccess k = ir_op_mem_access(o);
+        if (k != IR_MEM_NONE) E->mem_state[o->array] |= (unsigned char)MEM_BIT(k);
         loop_mem_access(E, o->body);
         loop_mem_access(E, o->else_body);
     }
@@ -1284,16 +1283,16 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         return;
     case OP_LOAD:
         /* a pipelined load's copies were issued (and checked) ahead */
-        if (!ce_async_pipelined(E, op)) ce_mem_access(E, op->array, MEM_READ);
+        if (!ce_async_pipelined(E, op)) ce_mem_access(E, op->array, IR_MEM_READ);
         if (ce_async_is_load(E, op->result) || ce_async_pipelined(E, op)) ce_async_emit_load(E, op);
         else ce_emit_load(E, op);
         return;
     case OP_STORE:
-        ce_mem_access(E, op->array, MEM_WRITE);
+        ce_mem_access(E, op->array, IR_MEM_WRITE);
         emit_store(E, op);
         return;
     case OP_GATHER: case OP_SCATTER: case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN:
-        ce_mem_access(E, op->array, op->op == OP_GATHER ? MEM_READ : op->op == OP_SCATTER ? MEM_WRITE : MEM_ATOMIC);
+        ce_mem_access(E, op->array, ir_op_mem_access(op));
         emit_indexed(E, op);
         return;
     case OP_FOR: {

@@ -392,9 +392,8 @@ static bool writes_array(const IrBlock *blk, int arr) {
     if (!blk) return false;
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
-        if ((o->op == OP_STORE || o->op == OP_SCATTER || o->op == OP_ATOMIC_ADD || o->op == OP_ATOMIC_MAX ||
-             o->op == OP_ATOMIC_MIN) && o->array == arr)
-            return true;
+        IrMemAccess k = ir_op_mem_access(o);
+        if ((k == IR_MEM_WRITE || k == IR_MEM_ATOMIC) && o->array == arr) return true;
         if (writes_array(o->body, arr) || writes_array(o->else_body, arr)) return true;
     }
     return false;
@@ -518,7 +517,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     }
     E->pipe_loop = loop;
     E->pipe_stages = stages;
-    for (int j = 0; j < E->npipe; j++) ce_mem_access(E, E->pipe_loads[j]->array, MEM_READ);
+    for (int j = 0; j < E->npipe; j++) ce_mem_access(E, E->pipe_loads[j]->array, IR_MEM_READ);
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
     for (int s = 0; s + 1 < stages; s++)
         issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s));

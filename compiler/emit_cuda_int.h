@@ -48,7 +48,8 @@ typedef struct Emitter {
     /* no thread has touched the scratch area since the last barrier: a
      * write to it needs no barrier first */
     bool scratch_clean;
-    /* per array parameter: MEM_* accesses since the last hazard barrier */
+    /* per array parameter: the IrMemAccess kinds (bit 1 << kind) since the
+     * last hazard barrier */
     unsigned char *mem_state;
     int ntmp;
     int last_line;
@@ -122,8 +123,7 @@ void ce_emit_print(Emitter *E, const IrOp *op);
 bool ce_mma_on_tensor_cores(const Type *a, const Type *b, const Type *result);
 /* Memory hazards inside a block: before an access of `arr` that must see (or
  * must not be seen by) another thread's earlier access, a barrier. */
-enum { MEM_READ = 1, MEM_WRITE = 2, MEM_ATOMIC = 4 };
-void ce_mem_access(Emitter *E, int arr, unsigned kind);
+void ce_mem_access(Emitter *E, int arr, IrMemAccess kind);
 
 /* emit_cuda_async.c: mma operands by cp.async */
 typedef struct SmemOperand {

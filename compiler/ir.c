@@ -127,6 +127,15 @@ bool ir_op_has_side_effects(const IrOp *op) {
     }
 }
 
+IrMemAccess ir_op_mem_access(const IrOp *op) {
+    switch (op->op) {
+    case OP_LOAD: case OP_GATHER: return IR_MEM_READ;
+    case OP_STORE: case OP_SCATTER: return IR_MEM_WRITE;
+    case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN: return IR_MEM_ATOMIC;
+    default: return IR_MEM_NONE;
+    }
+}
+
 /* ---- printing --------------------------------------------------------- */
 
 /* Shortest decimal that reads back as the same double, so printing is exact
