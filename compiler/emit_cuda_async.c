@@ -365,9 +365,9 @@ static void emit_readback(Emitter *E, const IrOp *ld, const char *buf) {
 }
 
 static int pipe_index(Emitter *E, const IrOp *ld) {
-    if (!E->pipe_loop) return -1;
-    for (int j = 0; j < E->npipe; j++)
-        if (E->pipe_loads[j] == ld) return j;
+    if (!E->pipe.loop) return -1;
+    for (int j = 0; j < E->pipe.n; j++)
+        if (E->pipe.loads[j] == ld) return j;
     return -1;
 }
 
@@ -380,9 +380,9 @@ void ce_async_emit_load(Emitter *E, const IrOp *ld) {
         return;
     }
     /* pipelined: this iteration's buffer */
-    const char *buf = ce_fmt_str(E, "(tile_async + %lld + %s * %lld)", (long long)E->pipe_off[k], E->pipe_stage,
+    const char *buf = ce_fmt_str(E, "(tile_async + %lld + %s * %lld)", (long long)E->pipe.off[k], E->pipe.stage,
                                  (long long)tile_bytes(E, lv));
-    if (E->pipe_readback[k]) emit_readback(E, ld, buf);
+    if (E->pipe.readback[k]) emit_readback(E, ld, buf);
     else E->async_ptr[lv] = buf;
 }
 
@@ -440,15 +440,15 @@ static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const c
     ce_set_val(E, loop->result, ivn, ce_lay_add(E, &scalar));
     int last = 0;
     for (int k = 0; k < loop->body->nops; k++)
-        for (int j = 0; j < E->npipe; j++)
-            if (loop->body->ops[k] == E->pipe_loads[j]) last = k;
+        for (int j = 0; j < E->pipe.n; j++)
+            if (loop->body->ops[k] == E->pipe.loads[j]) last = k;
     for (int k = 0; k <= last; k++) {
         const IrOp *o = loop->body->ops[k];
         int j = -1;
-        for (int q = 0; q < E->npipe; q++)
-            if (o == E->pipe_loads[q]) j = q;
+        for (int q = 0; q < E->pipe.n; q++)
+            if (o == E->pipe.loads[q]) j = q;
         if (j >= 0)
-            issue_copy(E, o, ce_fmt_str(E, "%lld + (%s) * %lld", (long long)E->pipe_off[j], stage,
+            issue_copy(E, o, ce_fmt_str(E, "%lld + (%s) * %lld", (long long)E->pipe.off[j], stage,
                                         (long long)tile_bytes(E, o->result)));
         else if (o->result >= 0 && E->pipe_chain[o->result])
             ce_emit_op(E, o);
@@ -471,22 +471,15 @@ static bool contains_mma(const IrBlock *blk) {
 }
 
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save) {
-    save->loop = E->pipe_loop;
-    save->n = E->npipe;
-    memcpy(save->loads, E->pipe_loads, sizeof save->loads);
-    memcpy(save->off, E->pipe_off, sizeof save->off);
-    memcpy(save->readback, E->pipe_readback, sizeof save->readback);
-    save->stage = E->pipe_stage;
-    save->stages = E->pipe_stages;
+    save->pipe = E->pipe;
     save->top = E->async_top;
-    E->npipe = 0;
-    E->pipe_loop = NULL;
+    memset(&E->pipe, 0, sizeof E->pipe);
     if (ce_vdt(E, loop->result) == DT_U64) return false;
     for (int v = 0; v < E->f->nvalues; v++) E->pipe_chain[v] = false;
     int stages = 0;
     int64_t bytes = 0;
     bool mma_loop = contains_mma(loop->body);
-    for (int k = 0; k < loop->body->nops && E->npipe < ASYNC_MAX_PIPE; k++) {
+    for (int k = 0; k < loop->body->nops && E->pipe.n < ASYNC_MAX_PIPE; k++) {
         const IrOp *o = loop->body->ops[k];
         if (o->op != OP_LOAD || writes_array(loop->body, o->array)) continue;
         bool direct = ce_async_is_load(E, o->result);
@@ -502,22 +495,22 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         int want = o->latency > 0 ? o->latency + 1 : 3;
         if (want > stages) stages = want;
         bytes += tile_bytes(E, o->result);
-        E->pipe_readback[E->npipe] = !direct;
-        E->pipe_loads[E->npipe++] = o;
+        E->pipe.readback[E->pipe.n] = !direct;
+        E->pipe.loads[E->pipe.n++] = o;
     }
     if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
     while (stages > 2 && E->async_top + stages * bytes > ASYNC_BUDGET) stages--;
-    if (!E->npipe || E->async_top + stages * bytes > ASYNC_BUDGET) {
-        E->npipe = 0;
+    if (!E->pipe.n || E->async_top + stages * bytes > ASYNC_BUDGET) {
+        E->pipe.n = 0;
         return false;
     }
-    for (int j = 0; j < E->npipe; j++) {
-        E->pipe_off[j] = async_alloc(E, stages * tile_bytes(E, E->pipe_loads[j]->result));
-        E->async_stages[E->pipe_loads[j]->result] = stages;
+    for (int j = 0; j < E->pipe.n; j++) {
+        E->pipe.off[j] = async_alloc(E, stages * tile_bytes(E, E->pipe.loads[j]->result));
+        E->async_stages[E->pipe.loads[j]->result] = stages;
     }
-    E->pipe_loop = loop;
-    E->pipe_stages = stages;
-    for (int j = 0; j < E->npipe; j++) ce_mem_access(E, E->pipe_loads[j]->array, IR_MEM_READ);
+    E->pipe.loop = loop;
+    E->pipe.stages = stages;
+    for (int j = 0; j < E->pipe.n; j++) ce_mem_access(E, E->pipe.loads[j]->array, IR_MEM_READ);
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
     for (int s = 0; s + 1 < stages; s++)
         issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s));
@@ -526,13 +519,13 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
 }
 
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
-    int S = E->pipe_stages;
+    int S = E->pipe.stages;
     ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", S - 2);
     ce_out(E, "__syncthreads();             /* ... for every thread; the last iteration's buffer is free */");
     E->scratch_clean = true;
     issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, S - 1, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, S - 1, S));
-    E->pipe_stage = ce_fmt_str(E, "%s_st%d", i, S);
-    ce_out(E, "const int %s = %s_it %% %d;", E->pipe_stage, i, S);
+    E->pipe.stage = ce_fmt_str(E, "%s_st%d", i, S);
+    ce_out(E, "const int %s = %s_it %% %d;", E->pipe.stage, i, S);
 }
 
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
@@ -540,13 +533,7 @@ void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
         ce_out(E, "tile_cp_async_wait_all();");
         ce_out(E, "__syncthreads();");
     }
-    E->pipe_loop = save->loop;
-    E->npipe = save->n;
-    memcpy(E->pipe_loads, save->loads, sizeof save->loads);
-    memcpy(E->pipe_off, save->off, sizeof save->off);
-    memcpy(E->pipe_readback, save->readback, sizeof save->readback);
-    E->pipe_stage = save->stage;
-    E->pipe_stages = save->stages;
+    E->pipe = save->pipe;
     E->async_top = save->top;
 }
 

@@ -29,6 +29,16 @@ typedef struct Val {
 
 #define ASYNC_MAX_PIPE 8
 
+/* The cp.async pipeline of a loop (emit_cuda_async.c); n == 0: none. */
+typedef struct Pipe {
+    const IrOp *loop;
+    const IrOp *loads[ASYNC_MAX_PIPE];
+    int64_t off[ASYNC_MAX_PIPE];          /* each load's buffers, bytes into tile_async */
+    bool readback[ASYNC_MAX_PIPE];        /* read into registers, not by an mma */
+    int n, stages;
+    const char *stage;                    /* C name of this iteration's stage */
+} Pipe;
+
 typedef struct Emitter {
     const IrFunc *f;
     Diag *diag;
@@ -62,13 +72,7 @@ typedef struct Emitter {
     int *async_stages;        /* async load: buffers when pipelined */
     bool *pipe_chain;         /* scalars recomputed for a later iteration */
     int64_t async_top, async_peak;   /* bytes of async buffers in use / at most */
-    /* the innermost pipelined loop */
-    const IrOp *pipe_loop;
-    const IrOp *pipe_loads[ASYNC_MAX_PIPE];
-    int64_t pipe_off[ASYNC_MAX_PIPE];
-    bool pipe_readback[ASYNC_MAX_PIPE];   /* read into registers, not by an mma */
-    int npipe, pipe_stages;
-    const char *pipe_stage;   /* C name of this iteration's stage */
+    Pipe pipe;                /* the innermost pipelined loop */
 } Emitter;
 
 void ce_buf_vprintf(Buf *b, const char *fmt, va_list ap);
@@ -133,12 +137,7 @@ typedef struct SmemOperand {
     bool round_tf32;    /* f32 in memory, rounded to tf32 when read */
 } SmemOperand;
 typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across a nested one */
-    const IrOp *loop;
-    const IrOp *loads[ASYNC_MAX_PIPE];
-    int64_t off[ASYNC_MAX_PIPE];
-    bool readback[ASYNC_MAX_PIPE];
-    int n, stages;
-    const char *stage;
+    Pipe pipe;
     int64_t top;
 } AsyncLoopState;
 void ce_async_analyse(Emitter *E);
