@@ -507,7 +507,7 @@ static const IrParam *param(Emitter *E, int i) { return &E->f->params[i]; }
 unsigned ce_array_flags(Emitter *E, int i) {
     return E->opt.array_flags ? E->opt.array_flags[i] : 0;
 }
-static const char *off_type(Emitter *E, int arr) {
+const char *ce_off_type(Emitter *E, int arr) {
     return (ce_array_flags(E, arr) & CUDA_ARRAY_OFF32) ? "int" : "long long";
 }
 
@@ -577,21 +577,31 @@ static void memview_init(Emitter *E, MemView *mv, const IrOp *op, int lay, int a
     }
 }
 
-static void memview_elem(Emitter *E, const MemView *mv, int r, const char **inb, const char **off) {
+/* The in-bounds test and the element offset (in the array's offset type) of
+ * the element at view indices idx[d] (C expressions) of array `arr`, view
+ * axis d being array axis axis[d]. */
+void ce_elem_at(Emitter *E, int arr, int rank, const int *axis, const char *const *idx, const char **inb, const char **off) {
     Buf ib = {0}, ob = {0};
+    const char *OT = ce_off_type(E, arr);
     ce_buf_printf(&ib, "true");
-    ce_buf_printf(&ob, "(%s)0", off_type(E, mv->arr));
-    for (int d = 0; d < mv->rank; d++) {
-        int a = mv->axis[d];
-        long long c = (long long)ce_reg_coord(E, mv->lay, r, d);
-        const char *i = c ? ce_fmt_str(E, "(%s + %lld)", mv->base[d], c) : mv->base[d];
-        ce_buf_printf(&ib, " && (unsigned long long)%s < (unsigned long long)p%d_n%d", i, mv->arr, a);
-        ce_buf_printf(&ob, " + (%s)%s * (%s)p%d_s%d", off_type(E, mv->arr), i, off_type(E, mv->arr), mv->arr, a);
+    ce_buf_printf(&ob, "(%s)0", OT);
+    for (int d = 0; d < rank; d++) {
+        ce_buf_printf(&ib, " && (unsigned long long)%s < (unsigned long long)p%d_n%d", idx[d], arr, axis[d]);
+        ce_buf_printf(&ob, " + (%s)%s * (%s)p%d_s%d", OT, idx[d], OT, arr, axis[d]);
     }
     *inb = ce_fmt_str(E, "%s", ib.p);
     *off = ce_fmt_str(E, "%s", ob.p);
     free(ib.p);
     free(ob.p);
+}
+
+static void memview_elem(Emitter *E, const MemView *mv, int r, const char **inb, const char **off) {
+    const char *idx[TILE_MAX_RANK];
+    for (int d = 0; d < mv->rank; d++) {
+        long long c = (long long)ce_reg_coord(E, mv->lay, r, d);
+        idx[d] = c ? ce_fmt_str(E, "(%s + %lld)", mv->base[d], c) : mv->base[d];
+    }
+    ce_elem_at(E, mv->arr, mv->rank, mv->axis, idx, inb, off);
 }
 
 /* Vector access of n elements of size s at p (16-byte chunks of 32-bit words). */

@@ -244,7 +244,9 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     int arr = ld->array, ve = 16 / s;
     int cols = t->shape[col], rows = tile_rows(t, row), pitch = E->async_pitch[ld->result];
     int cpr = cols / ve, total = rows * cpr, reps = (total + E->threads - 1) / E->threads;
-    const char *OT = (ce_array_flags(E, arr) & CUDA_ARRAY_OFF32) ? "int" : "long long";
+    const char *OT = ce_off_type(E, arr);
+    int axis[TILE_MAX_RANK];   /* view axis -> array axis */
+    for (int d = 0; d < t->rank; d++) axis[d] = ld->nints == t->rank ? ld->ints[d] : d;
     ce_out(E, "{");
     E->indent++;
     const char *b[TILE_MAX_RANK];
@@ -252,37 +254,30 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
         b[d] = ce_fresh(E, "b");
         ce_out(E, "const long long %s = (long long)%s * %d;", b[d], ce_vreg(E, ld->args[d], 0), t->shape[d]);
     }
+    const char *inb, *off;
     /* Fast path, when the whole tile lies inside the array (the common
      * case): one base pointer per thread, then a constant step per copy. */
     if (E->threads % cpr == 0) {
         Buf fb = {0};
         ce_buf_printf(&fb, "true");
         for (int d = 0; d < t->rank; d++) {
-            int a = ld->nints == t->rank ? ld->ints[d] : d;
             int ext = d == row ? rows : d == col ? cols : 1;
-            ce_buf_printf(&fb, " && %s >= 0 && %s + %d <= (long long)p%d_n%d", b[d], b[d], ext, arr, a);
+            ce_buf_printf(&fb, " && %s >= 0 && %s + %d <= (long long)p%d_n%d", b[d], b[d], ext, arr, axis[d]);
         }
         ce_out(E, "if (%s) {", fb.p);
         free(fb.p);
         E->indent++;
-        /* offsets in the array's offset type (32-bit when the launch allows) */
-        Buf pb = {0};
-        ce_buf_printf(&pb, "(%s)0", OT);
-        for (int d = 0; d < t->rank; d++) {
-            int a = ld->nints == t->rank ? ld->ints[d] : d;
-            ce_buf_printf(&pb, " + (%s)%s * (%s)p%d_s%d", OT, b[d], OT, arr, a);
-        }
-        int ra = row >= 0 ? (ld->nints == t->rank ? ld->ints[row] : row) : -1;
+        ce_elem_at(E, arr, t->rank, axis, b, &inb, &off);   /* the tile's first element */
         int rows_per_rep = E->threads / cpr;
         ce_out(E, "const int r0 = (int)threadIdx.x / %d, k0 = ((int)threadIdx.x %% %d) * %d;", cpr, cpr, ve);
-        if (ra >= 0) {
-            ce_out(E, "const %s *src = p%d + (%s + (%s)r0 * (%s)p%d_s%d + k0);", ce_mtype(t->dtype), arr, pb.p, OT, OT, arr, ra);
-            ce_out(E, "const %s step = %d * (%s)p%d_s%d;", OT, rows_per_rep, OT, arr, ra);
+        if (row >= 0) {
+            ce_out(E, "const %s *src = p%d + (%s + (%s)r0 * (%s)p%d_s%d + k0);", ce_mtype(t->dtype), arr, off, OT, OT, arr,
+                axis[row]);
+            ce_out(E, "const %s step = %d * (%s)p%d_s%d;", OT, rows_per_rep, OT, arr, axis[row]);
         } else {
-            ce_out(E, "const %s *src = p%d + (%s + k0);", ce_mtype(t->dtype), arr, pb.p);
+            ce_out(E, "const %s *src = p%d + (%s + k0);", ce_mtype(t->dtype), arr, off);
             ce_out(E, "const %s step = 0;", OT);
         }
-        free(pb.p);
         ce_out(E, "unsigned char *dst = tile_async + %s + (r0 * %d + k0) * %d;", dst, pitch, s);
         ce_out(E, "#pragma unroll");
         ce_out(E, "for (int j = 0; j < %d; ++j)", reps);
@@ -302,26 +297,18 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "const int c = (int)threadIdx.x + j * %d;", E->threads);
     if (total % E->threads) ce_out(E, "if (c < %d) {", total), E->indent++;
     ce_out(E, "const int r = c / %d, k = (c %% %d) * %d;", cpr, cpr, ve);
-    Buf ib = {0}, ob = {0};
-    ce_buf_printf(&ib, "true");
-    ce_buf_printf(&ob, "(%s)0", OT);
-    for (int d = 0; d < t->rank; d++) {
-        int a = ld->nints == t->rank ? ld->ints[d] : d;
-        const char *i = d == row ? ce_fmt_str(E, "(%s + r)", b[d]) : d == col ? ce_fmt_str(E, "(%s + k)", b[d]) : b[d];
-        ce_buf_printf(&ib, " && (unsigned long long)%s < (unsigned long long)p%d_n%d", i, arr, a);
-        ce_buf_printf(&ob, " + (%s)%s * (%s)p%d_s%d", OT, i, OT, arr, a);
-    }
-    int ca = ld->nints == t->rank ? ld->ints[col] : col;
-    /* elements left in the row (0 past the end): the rest of the 16 bytes is zero-filled */
-    ce_out(E, "const long long left = (%s) ? (long long)p%d_n%d - (%s + k) : 0;", ib.p, arr, ca, b[col]);
+    const char *idx[TILE_MAX_RANK];
+    for (int d = 0; d < t->rank; d++)
+        idx[d] = d == row ? ce_fmt_str(E, "(%s + r)", b[d]) : d == col ? ce_fmt_str(E, "(%s + k)", b[d]) : b[d];
+    ce_elem_at(E, arr, t->rank, axis, idx, &inb, &off);
+    /* elements of the piece inside the row (0 when the piece is outside the array) */
+    ce_out(E, "const long long left = (%s) ? (long long)p%d_n%d - (%s + k) : 0;", inb, arr, axis[col], b[col]);
     ce_out(E, "const int bytes = left >= %d ? 16 : left > 0 ? (int)left * %d : 0;", ve, s);
     /* a piece cut by the array's end is copied by plain loads (cp.async's
      * zero fill would still address 16 bytes) */
-    ce_out(E, "if (bytes == 16) tile_cp_async16(tile_async + %s + (r * %d + k) * %d, p%d + (%s), 16);", dst, pitch, s, arr, ob.p);
+    ce_out(E, "if (bytes == 16) tile_cp_async16(tile_async + %s + (r * %d + k) * %d, p%d + (%s), 16);", dst, pitch, s, arr, off);
     ce_out(E, "else tile_copy16_partial(tile_async + %s + (r * %d + k) * %d, bytes ? (const void *)(p%d + (%s)) : (const void *)p%d, bytes);",
-        dst, pitch, s, arr, ob.p, arr);
-    free(ib.p);
-    free(ob.p);
+        dst, pitch, s, arr, off, arr);
     if (total % E->threads) E->indent--, ce_out(E, "}");
     E->indent--;
     ce_out(E, "}");

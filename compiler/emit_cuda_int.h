@@ -117,6 +117,9 @@ int ce_vector_width(Emitter *E, int lay, int d, int max);
 void ce_vec_store(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n);
 void ce_vec_load(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n);
 int ce_contiguous_view_axis(const IrOp *op, int rank);
+const char *ce_off_type(Emitter *E, int arr);   /* "int" when the launch allows 32-bit offsets */
+void ce_elem_at(Emitter *E, int arr, int rank, const int *axis, const char *const *idx, const char **inb,
+                const char **off);
 void ce_emit_load(Emitter *E, const IrOp *op);
 void ce_fit_operand(Emitter *E, int id, const Type *t);
 void ce_emit_line(Emitter *E, const IrOp *op);
