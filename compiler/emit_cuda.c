@@ -915,29 +915,19 @@ static const char *gather_shfl(Emitter *E, const char *name, int x, DType t, int
             ce_buf_printf(X->space[b] == LAY_LANE ? &lb : &rb, " | (%s << %d)", v, X->bit[b]);
         }
         const char *dst = ce_reg(E, res, r, i);
-        if (!runtime_reg) {
+        const char *key = ce_fmt_str(E, "%s|%s", lb.p, rb.p);   /* source lane | source register */
+        int same = -1;
+        for (int k = 0; k < i && same < 0; k++)
+            if (seen_src && !strcmp(seen_src[k], key)) same = k;
+        if (seen_src) seen_src[i] = key;
+        if (same >= 0) {
+            ce_out(E, "%s = %s;", dst, ce_reg(E, res, r, same));
+        } else if (!runtime_reg) {
             int reg = 0;   /* constant: evaluate the " | (1 << k)" terms */
             for (int b = 0; b < X->nbits; b++)
                 if (X->space[b] == LAY_REG && !strcmp(elem_bit(E, R, i, spec[b]), "1")) reg |= 1 << X->bit[b];
-            const char *src = ce_fmt_str(E, "tile_shfl(%s, %s)", ce_reg(E, name, x, reg), lb.p);
-            int same = -1;
-            for (int k = 0; k < i && same < 0; k++)
-                if (seen_src && seen_src[k] && !strcmp(seen_src[k], src)) same = k;
-            if (seen_src) seen_src[i] = src;
-            if (same >= 0) ce_out(E, "%s = %s;", dst, ce_reg(E, res, r, same));
-            else ce_out(E, "%s = %s;", dst, src);
+            ce_out(E, "%s = tile_shfl(%s, %s);", dst, ce_reg(E, name, x, reg), lb.p);
         } else {
-            const char *key = ce_fmt_str(E, "%s|%s", lb.p, rb.p);
-            int same = -1;
-            for (int k = 0; k < i && same < 0; k++)
-                if (seen_src && seen_src[k] && !strcmp(seen_src[k], key)) same = k;
-            if (seen_src) seen_src[i] = key;
-            if (same >= 0) {
-                ce_out(E, "%s = %s;", dst, ce_reg(E, res, r, same));
-                free(lb.p);
-                free(rb.p);
-                continue;
-            }
             ce_out(E, "{");
             E->indent++;
             ce_out(E, "const int sl = %s, sr = %s;", lb.p, rb.p);
