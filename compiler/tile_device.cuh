@@ -140,20 +140,20 @@ template <typename To, typename From> TILE_DEV To tile_bits(From v) {
 }
 
 /* ---- warp shuffles of any register type ------------------------------------ */
-TILE_DEV float tile_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
-TILE_DEV double tile_shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
-TILE_DEV int tile_shfl_xor(int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
-TILE_DEV unsigned tile_shfl_xor(unsigned v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
-TILE_DEV long long tile_shfl_xor(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
-TILE_DEV unsigned long long tile_shfl_xor(unsigned long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+/* tile_shfl_xor(v, m): lane ^ m's value (reductions); tile_shfl(v, src): lane
+ * src's value (layout conversions).  Native for 32/64-bit types; narrower
+ * ones travel as int. */
+#define TILE_SHFL_OF(T) \
+    TILE_DEV T tile_shfl_xor(T v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); } \
+    TILE_DEV T tile_shfl(T v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+TILE_SHFL_OF(float)
+TILE_SHFL_OF(double)
+TILE_SHFL_OF(int)
+TILE_SHFL_OF(unsigned)
+TILE_SHFL_OF(long long)
+TILE_SHFL_OF(unsigned long long)
+#undef TILE_SHFL_OF
 template <typename T> TILE_DEV T tile_shfl_xor(T v, int m) { return (T)__shfl_xor_sync(0xffffffffu, (int)v, m); }
-/* the value lane `src` holds (layout conversions within a warp) */
-TILE_DEV float tile_shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
-TILE_DEV double tile_shfl(double v, int src) { return __shfl_sync(0xffffffffu, v, src); }
-TILE_DEV int tile_shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
-TILE_DEV unsigned tile_shfl(unsigned v, int src) { return __shfl_sync(0xffffffffu, v, src); }
-TILE_DEV long long tile_shfl(long long v, int src) { return __shfl_sync(0xffffffffu, v, src); }
-TILE_DEV unsigned long long tile_shfl(unsigned long long v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 template <typename T> TILE_DEV T tile_shfl(T v, int src) { return (T)__shfl_sync(0xffffffffu, (int)v, src); }
 
 /* ---- atomics: a compare-and-swap loop for any type and any update -------- */
