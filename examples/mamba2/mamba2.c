@@ -405,8 +405,9 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     snprintf(name[K_SCORES], sizeof name[K_SCORES], "chunk_scores_%s", short_dtype(dt));
     snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
     if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
-        load_module(run, K_SCORES, dir, "compute_out.tile") || load_module(run, K_OUT, dir, "compute_out.tile"))
+        load_module(run, K_OUT, dir, "compute_out.tile"))
         return -1;
+    run->mod[K_SCORES] = run->mod[K_OUT];   /* one program, two kernels (the context releases it once) */
 
     const int block_h = min_int(16, pow2_at_least(H));
     const int block_p = min_int(64, pow2_at_least(P));
