@@ -170,11 +170,20 @@ template <typename T, typename F> TILE_DEV void tile_atomic_rmw(T *p, F update) 
             assumed = old;
             old = atomicCAS(w, assumed, tile_bits<unsigned long long>(update(tile_bits<T>(assumed))));
         } while (old != assumed);
+    } else if (sizeof(T) == 2) {
+        /* a 16-bit swap (sm_70+): swapping the 32-bit word around the element would
+         * read its neighbour, which may never have been written (initcheck) */
+        unsigned short *h = (unsigned short *)p, old = *h, assumed, next;
+        do {
+            assumed = old;
+            next = tile_bits<unsigned short>(update(tile_bits<T>(assumed)));
+            asm volatile("atom.cas.b16 %0, [%1], %2, %3;" : "=h"(old) : "l"(h), "h"(assumed), "h"(next) : "memory");
+        } while (old != assumed);
     } else {
-        /* 1- and 2-byte elements: swap the aligned 32-bit word that holds them */
+        /* 1-byte elements: swap the aligned 32-bit word that holds them */
         unsigned long long addr = (unsigned long long)p;
         unsigned *w = (unsigned *)(addr & ~3ull);
-        unsigned shift = (unsigned)(addr & 3ull) * 8u, mask = (sizeof(T) == 1 ? 0xffu : 0xffffu) << shift;
+        unsigned shift = (unsigned)(addr & 3ull) * 8u, mask = 0xffu << shift;
         unsigned old = *w, assumed;
         do {
             assumed = old;
