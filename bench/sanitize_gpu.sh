@@ -13,7 +13,8 @@
 # Knobs: SANITIZE_TOOLS="memcheck racecheck initcheck synccheck",
 #        SANITIZE_ONLY=REGEX (programs to run), SANITIZE_EXCLUDE=REGEX (ctest names
 #        left out; default the anchors, the large-tensor and long-sequence tests),
-#        SANITIZE_TIMEOUT=seconds per run (default 1800), TILEC_GPU_BUILD (default
+#        SANITIZE_TIMEOUT=seconds per run (default 1800), SANITIZE_JOBS=programs at once
+#        (default 6), TILEC_GPU_BUILD (default
 #        /tmp/build), SANITIZE_SKIP_BUILD=1 (use that build as it is),
 #        COMPUTE_SANITIZER (default: on PATH, else $CUDA_HOME/bin).
 set -u
@@ -24,6 +25,7 @@ TOOLS=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
 EXCLUDE=${SANITIZE_EXCLUDE:-anchor|large|long|soak}
 ONLY=${SANITIZE_ONLY:-}
 LIMIT=${SANITIZE_TIMEOUT:-1800}
+JOBS=${SANITIZE_JOBS:-6}
 LOGS=${SANITIZE_LOGS:-/tmp/tilec-sanitize}
 export TILE_CACHE_DIR=${TILE_CACHE_DIR:-/tmp/tilec-cache}
 
@@ -79,32 +81,48 @@ done
 echo "== $(wc -l <"$LIST") programs x tools: $TOOLS (logs in $LOGS)"
 
 # ---- run ----------------------------------------------------------------------
+# JOBS programs at once (the GPU is shared, each process is small): the whole
+# table fits one device call.
 mkdir -p "$LOGS"
 declare -A CELL
 NAMES=()
+run_one() {   # name tool cmd -> writes $LOGS/name.tool.cell
+  local name=$1 tool=$2 cmd=$3 log="$LOGS/$1.$2.log" start rc errors cell
+  start=$(date +%s)
+  # --target-processes all: tests wrapped in sh scripts are followed into the
+  # programs they start.  --error-exitcode marks sanitizer findings apart from
+  # the program's own failures.
+  timeout "$LIMIT" "$SAN" --tool "$tool" --target-processes all --error-exitcode 99 --print-limit 50 \
+    bash -c "$cmd" >"$log" 2>&1
+  rc=$?
+  errors=$(grep -Eo "ERROR SUMMARY: [0-9]+ error" "$log" | awk '{s += $3} END {print s + 0}')
+  if [ "$rc" -eq 124 ]; then cell="timeout"
+  elif [ "$errors" -gt 0 ] || [ "$rc" -eq 99 ]; then cell="$errors errors"
+  elif [ "$rc" -eq 77 ]; then cell="skip"
+  elif [ "$rc" -eq 0 ]; then cell="ok"
+  else cell="exit $rc"
+  fi
+  echo "$cell" >"$LOGS/$name.$tool.cell"
+  printf '  %-36s %-10s %-10s %4ds\n' "$name" "$tool" "$cell" $(( $(date +%s) - start ))
+}
+# One job per program, its tools one after another: a test's scratch folder is
+# its own, but the same test under two tools at once would share it.
 while IFS=$'\t' read -r name cmd; do
   NAMES+=("$name")
-  for tool in $TOOLS; do
-    log="$LOGS/$name.$tool.log"
-    start=$(date +%s)
-    # --target-processes all: tests wrapped in sh scripts are followed into the
-    # programs they start.  --error-exitcode marks sanitizer findings apart from
-    # the program's own failures.
-    timeout "$LIMIT" "$SAN" --tool "$tool" --target-processes all --error-exitcode 99 --print-limit 50 \
-      bash -c "$cmd" >"$log" 2>&1
-    rc=$?
-    errors=$(grep -Eo "ERROR SUMMARY: [0-9]+ error" "$log" | awk '{s += $3} END {print s + 0}')
-    if [ "$rc" -eq 124 ]; then cell="timeout"
-    elif [ "$errors" -gt 0 ] || [ "$rc" -eq 99 ]; then cell="$errors errors"
-    elif [ "$rc" -eq 77 ]; then cell="skip"
-    elif [ "$rc" -eq 0 ]; then cell="ok"
-    else cell="exit $rc"
-    fi
-    CELL[$name,$tool]=$cell
-    printf '  %-36s %-10s %-10s %4ds\n' "$name" "$tool" "$cell" $(( $(date +%s) - start ))
-  done
+  for tool in $TOOLS; do rm -f "$LOGS/$name.$tool.cell"; done
+  case "$name" in
+    soak*) wait; for tool in $TOOLS; do run_one "$name" "$tool" "$cmd"; done ;;   # alone: it reads the device's free memory
+    *) while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+       ( for tool in $TOOLS; do run_one "$name" "$tool" "$cmd"; done ) & ;;
+  esac
 done <"$LIST"
+wait
 rm -f "$LIST"
+for name in "${NAMES[@]}"; do
+  for tool in $TOOLS; do
+    CELL[$name,$tool]=$(cat "$LOGS/$name.$tool.cell" 2>/dev/null || echo "no result")
+  done
+done
 
 # ---- summary ------------------------------------------------------------------
 echo
@@ -121,7 +139,12 @@ for name in "${NAMES[@]}"; do
   for tool in $TOOLS; do
     cell=${CELL[$name,$tool]}
     printf ' %-10s |' "$cell"
-    case "$cell" in ok) ok=$((ok + 1)) ;; skip) skipped=$((skipped + 1)) ;; *) bad=$((bad + 1)) ;; esac
+    case "$cell" in
+      ok) ok=$((ok + 1)) ;;
+      skip) skipped=$((skipped + 1)) ;;
+      *) bad=$((bad + 1))   # on the device machine, $OUT brings the log back
+         [ -n "${OUT:-}" ] && mkdir -p "$OUT/sanitize" && cp "$LOGS/$name.$tool.log" "$OUT/sanitize/" ;;
+    esac
   done
   echo
 done
