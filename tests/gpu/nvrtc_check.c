@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static char *read_file(const char *path) {
     FILE *fp = fopen(path, "rb");
@@ -125,7 +127,19 @@ int main(int argc, char **argv) {
                 CudaBinary bin;
                 char err[8192];
                 checked++;
-                if (cuda_nvrtc_compile(code.source, code.name, arch, 1, &bin, err, sizeof err) != 0) {
+                /* NVRTC 12.9+ may answer a source it has compiled before (in any
+                 * process) from its own cache, without running ptxas, so without
+                 * the resource report read below: a symbol unique to this
+                 * compilation makes every source new. */
+                static unsigned long compilations;
+                size_t n = strlen(code.source) + 128;
+                char *unique = malloc(n);
+                if (!unique) return 1;
+                snprintf(unique, n, "%s\n__device__ int tilec_nvrtc_check_nonce_%ld_%ld_%lu;\n", code.source,
+                         (long)getpid(), (long)time(NULL), compilations++);
+                int rc = cuda_nvrtc_compile(unique, code.name, arch, 1, &bin, err, sizeof err);
+                free(unique);
+                if (rc != 0) {
                     printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
                     failures++;
                     cuda_code_free(&code);
