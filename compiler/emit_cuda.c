@@ -456,27 +456,60 @@ void ce_make_full(Emitter *E, int id) {
     v->lay = b;
 }
 
-/* The layout every operand can be read in: the richest operand's if all are
- * compatible with it, else blocked (and the others get converted). */
-static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool need_full) {
+/* The layout every operand can be read in.  Operands that are cheap to make
+ * again in any layout (emit_cuda_remat.c) do not choose it: the richest of
+ * the others does, completed to a full layout if one of those must be made
+ * in it; the rest are converted.  An operand made again gets registers for
+ * this use alone: its old ones are kept in saved[i] (restore_operands). */
+static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool need_full, Val *saved) {
+    bool cheap[8] = {false}, any_cheap = false;
+    for (int i = 0; i < n && i < 8; i++) any_cheap |= cheap[i] = saved && ce_remat_cheap(E, ids[i]);
     int best = -1;
-    for (int i = 0; i < n; i++) {
-        int l = ce_val(E, ids[i])->lay;
-        if (best < 0 || lay_mapped_bits(ce_lay(E, l)) > lay_mapped_bits(ce_lay(E, best))) best = l;
-    }
-    if (best < 0 || ce_lay(E, best)->nbits != lay_log2(type_numel(t))) return ce_blocked(E, t, -1);
+    for (int pass = 0; pass < 2 && best < 0; pass++)
+        for (int i = 0; i < n; i++) {
+            if (pass == 0 && i < 8 && cheap[i]) continue;
+            int l = ce_val(E, ids[i])->lay;
+            if (best < 0 || lay_mapped_bits(ce_lay(E, l)) > lay_mapped_bits(ce_lay(E, best))) best = l;
+        }
+    int nbits = lay_log2(type_numel(t));
+    if (best < 0 || ce_lay(E, best)->nbits != nbits) best = ce_blocked(E, t, -1);
     bool ok = !need_full || lay_full(ce_lay(E, best));
-    for (int i = 0; i < n && ok; i++) ok = lay_compatible(ce_lay(E, ce_val(E, ids[i])->lay), ce_lay(E, best));
-    if (ok) return best;
-    int b = lay_full(ce_lay(E, best)) ? best : ce_blocked(E, t, -1);
-    for (int i = 0; i < n; i++) {
-        Val *v = ce_val(E, ids[i]);
-        if (!lay_compatible(ce_lay(E, v->lay), ce_lay(E, b))) {
-            v->name = ce_convert(E, v->name, v->lay, ce_vdt(E, ids[i]), b);
-            v->lay = b;
+    bool remat_needed = false;
+    for (int i = 0; i < n && ok; i++) {
+        bool fits = lay_compatible(ce_lay(E, ce_val(E, ids[i])->lay), ce_lay(E, best));
+        if (!fits && i < 8 && cheap[i]) remat_needed = true;
+        else ok = fits;
+    }
+    int b = best;
+    if (!ok || remat_needed) {
+        if (!lay_full(ce_lay(E, best))) {
+            /* completed, when that keeps the operands that fit it in place */
+            Layout c = lay_complete(ce_lay(E, best), E->warpbits);
+            b = any_cheap && c.nregbits <= lay_blocked(t, -1, E->warpbits, 8).nregbits ? ce_lay_add(E, &c)
+                                                                                        : ce_blocked(E, t, -1);
         }
     }
+    for (int i = 0; i < n; i++) {
+        Val *v = ce_val(E, ids[i]);
+        if (lay_compatible(ce_lay(E, v->lay), ce_lay(E, b))) continue;
+        const char *name;
+        int lay;
+        if (i < 8 && cheap[i] && ce_remat(E, ids[i], b, &name, &lay)) {
+            saved[i] = *v;
+            v->name = name;
+            v->lay = lay;
+            continue;
+        }
+        v->name = ce_convert(E, v->name, v->lay, ce_vdt(E, ids[i]), b);
+        v->lay = b;
+    }
     return b;
+}
+
+/* Gives operands made again by common_layout their first registers back. */
+static void restore_operands(Emitter *E, const int *ids, int n, const Val *saved) {
+    for (int i = 0; i < n && i < 8; i++)
+        if (saved[i].name) *ce_val(E, ids[i]) = saved[i];
 }
 
 /* Register of operand `id` for register r of layout `lay` (compatible). */
@@ -486,7 +519,7 @@ static const char *opreg(Emitter *E, int id, int lay, int r) {
 }
 
 /* Relabel a value's layout onto another shape (same registers). */
-static int relabel(Emitter *E, const Layout *src, int rank, const int *shape, const int *src_bit_of /* per new bit: src bit or -1 */) {
+int ce_relabel(Emitter *E, const Layout *src, int rank, const int *shape, const int *src_bit_of /* per new bit: src bit or -1 */) {
     Layout l;
     memset(&l, 0, sizeof l);
     l.rank = rank;
@@ -735,7 +768,7 @@ static void emit_indexed(Emitter *E, const IrOp *op) {
     if (op->nargs != rank + !gather) { ce_fail(E, op, "wrong number of indices"); return; }
     const Type *t = gather ? ce_vtype(E, op->result) : ce_vtype(E, op->args[rank]);
     DType dt = p->dtype;
-    int lay = common_layout(E, op->args, op->nargs, t, !gather);
+    int lay = common_layout(E, op->args, op->nargs, t, !gather, NULL);
     const char *name = NULL;
     if (gather) {
         name = ce_fresh(E, "v");
@@ -802,37 +835,44 @@ void ce_fit_operand(Emitter *E, int id, const Type *t) {
     if (type_numel(ce_vtype(E, id)) != 1) return;
     int none[LAY_MAX_BITS];
     for (int b = 0; b < LAY_MAX_BITS; b++) none[b] = -1;
-    v->lay = relabel(E, ce_lay(E, v->lay), t->rank, t->shape, none);
+    v->lay = ce_relabel(E, ce_lay(E, v->lay), t->rank, t->shape, none);
+}
+
+/* The C expression of element-wise `op` on one register of each operand. */
+const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs) {
+    DType rt = ce_vdt(E, op->result), at = ce_vdt(E, op->args[0]);
+    const char *a = regs[0];
+    if (op->op == OP_CAST) return ce_ew_cast(E, at, rt, a);
+    if (op->op == OP_WHERE) {
+        const char *p = ce_ew_cast(E, ce_vdt(E, op->args[1]), rt, regs[1]);
+        const char *q = ce_ew_cast(E, ce_vdt(E, op->args[2]), rt, regs[2]);
+        return ce_fmt_str(E, "(%s ? %s : %s)", a, p, q);
+    }
+    if (op->nargs == 1) {
+        const char *x = ce_ew_unary(E, op->op, at, a);
+        return op->op != OP_ISNAN && op->op != OP_NOT ? ce_ew_cast(E, at, rt, x) : x;
+    }
+    const char *b = ce_ew_cast(E, ce_vdt(E, op->args[1]), at, regs[1]);
+    const char *x = ce_ew_binary(E, op->op, at, a, b);
+    bool logical = op->op >= OP_LT && op->op <= OP_LOR;
+    return logical ? x : ce_ew_cast(E, at, rt, x);
 }
 
 static void emit_elementwise(Emitter *E, const IrOp *op) {
     const Type *t = ce_vtype(E, op->result);
-    DType rt = t->dtype;
     for (int i = 0; i < op->nargs; i++) ce_fit_operand(E, op->args[i], t);
-    int lay = common_layout(E, op->args, op->nargs, t, false);
+    Val saved[8];
+    memset(saved, 0, sizeof saved);
+    int lay = common_layout(E, op->args, op->nargs, t, false, E->opt_remat ? saved : NULL);
     const char *name = ce_fresh(E, "v");
     ce_set_val(E, op->result, name, lay);
-    ce_decl(E, rt, name, lay);
-    DType at = ce_vdt(E, op->args[0]);
+    ce_decl(E, t->dtype, name, lay);
     for (int r = 0; r < ce_nregs(E, lay); r++) {
-        const char *a = opreg(E, op->args[0], lay, r), *x;
-        if (op->op == OP_CAST) {
-            x = ce_ew_cast(E, at, rt, a);
-        } else if (op->op == OP_WHERE) {
-            const char *p = ce_ew_cast(E, ce_vdt(E, op->args[1]), rt, opreg(E, op->args[1], lay, r));
-            const char *q = ce_ew_cast(E, ce_vdt(E, op->args[2]), rt, opreg(E, op->args[2], lay, r));
-            x = ce_fmt_str(E, "(%s ? %s : %s)", a, p, q);
-        } else if (op->nargs == 1) {
-            x = ce_ew_unary(E, op->op, at, a);
-            if (op->op != OP_ISNAN && op->op != OP_NOT) x = ce_ew_cast(E, at, rt, x);
-        } else {
-            const char *b = ce_ew_cast(E, ce_vdt(E, op->args[1]), at, opreg(E, op->args[1], lay, r));
-            x = ce_ew_binary(E, op->op, at, a, b);
-            bool logical = op->op >= OP_LT && op->op <= OP_LOR;
-            if (!logical) x = ce_ew_cast(E, at, rt, x);
-        }
-        ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), x);
+        const char *regs[3];
+        for (int a = 0; a < op->nargs && a < 3; a++) regs[a] = opreg(E, op->args[a], lay, r);
+        ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), ce_ew_expr(E, op, regs));
     }
+    restore_operands(E, op->args, op->nargs, saved);
 }
 
 /* ---- shape ops: relabelled bits ---------------------------------------------- */
@@ -873,7 +913,7 @@ static void emit_shape(Emitter *E, const IrOp *op) {
                 src[lay_pos(t->rank, t->shape, d, j)] = lay_pos(xt->rank, xt->shape, d - lead, j);
         }
     }
-    emit_alias(E, op, relabel(E, X, t->rank, t->shape, src));
+    emit_alias(E, op, ce_relabel(E, X, t->rank, t->shape, src));
 }
 
 /* Value (C expression, or "0" / "1") of bit s of register `reg`'s element in
@@ -1158,7 +1198,7 @@ static void emit_scalar_def(Emitter *E, const IrOp *op, const char *expr) {
     for (int b = 0; b < LAY_MAX_BITS; b++) none[b] = -1;
     Layout z;
     memset(&z, 0, sizeof z);
-    int lay = relabel(E, &z, t->rank, t->shape, none);
+    int lay = ce_relabel(E, &z, t->rank, t->shape, none);
     const char *name = ce_fresh(E, "v");
     ce_set_val(E, op->result, name, lay);
     ce_out(E, "const %s %s = %s;", ce_ctype(t->dtype), name, expr);
@@ -1473,6 +1513,10 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     }
     E.warpbits = lay_log2(warps);
     E.threads = warps * 32;
+    /* TILEC_NO_REMAT=1: convert through shared memory as before remat existed
+     * (to measure what it gives; docs/performance.md) */
+    const char *no_remat = getenv("TILEC_NO_REMAT");
+    E.opt_remat = !(no_remat && *no_remat && strcmp(no_remat, "0") != 0);
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);

@@ -202,7 +202,9 @@ void ce_async_analyse(Emitter *E) {
     E->async_pitch = ARENA_ARRAY(&E->mem, int, n);
     E->async_ptr = ARENA_ARRAY(&E->mem, const char *, n);
     E->async_stages = ARENA_ARRAY(&E->mem, int, n);
+    E->readback_loop = ARENA_ARRAY(&E->mem, const IrOp *, n);
     for (int i = 0; i < n; i++) {
+        E->readback_loop[i] = NULL;
         E->nuses[i] = 0;
         E->async_kind[i] = ASYNC_NONE;
         E->async_pitch[i] = 0;
@@ -349,6 +351,14 @@ static void emit_readback(Emitter *E, const IrOp *ld, const char *buf) {
         if (V > 1) ce_vec_load(E, dt, ptr, name, lay, r, V);
         else ce_out(E, "%s = *%s;", ce_reg(E, name, lay, r), ptr);
     }
+    /* a use that wants another layout reads the buffer again (emit_cuda_remat.c);
+     * registers nobody reads cost nothing (ptxas drops them) */
+    E->async_ptr[ld->result] = buf;
+    E->readback_loop[ld->result] = E->pipe.loop;
+}
+
+void ce_async_load_axes(Emitter *E, const IrOp *ld, int *row, int *col) {
+    load_axes(ld, ce_vtype(E, ld->result), row, col);
 }
 
 static int pipe_index(Emitter *E, const IrOp *ld) {
@@ -474,10 +484,11 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         bool ok = true;
         for (int a = 0; a < o->nargs && ok; a++) ok = recomputable(E, loop, o->args[a], E->pipe_chain, 0);
         if (!ok) continue;
-        if (!direct) {   /* read back along rows: no padding */
+        if (!direct) {   /* read back: rows 16 bytes apart more than they need, so
+                            that a layout reading down columns meets no bank conflicts */
             int row, col;
             load_axes(o, ce_vtype(E, o->result), &row, &col);
-            E->async_pitch[o->result] = ce_vtype(E, o->result)->shape[col];
+            E->async_pitch[o->result] = ce_vtype(E, o->result)->shape[col] + 16 / ce_regsize(ce_vdt(E, o->result));
         }
         int want = o->latency > 0 ? o->latency + 1 : 3;
         if (want > stages) stages = want;

@@ -2,7 +2,8 @@
  * public header).  emit_cuda.c: values, layouts, memory, element-wise and
  * shape ops, control flow and the kernel; emit_cuda_ops.c: reductions,
  * scans, mma, print; emit_cuda_async.c: mma operands copied by cp.async,
- * pipelined over loops.
+ * pipelined over loops; emit_cuda_remat.c: values made again in the layout
+ * a use needs.
  * Prefix: ce_. */
 #ifndef TILEC_EMIT_CUDA_INT_H
 #define TILEC_EMIT_CUDA_INT_H
@@ -72,6 +73,8 @@ typedef struct Emitter {
     int *async_stages;        /* async load: buffers when pipelined */
     bool *pipe_chain;         /* scalars recomputed for a later iteration */
     int64_t async_top, async_peak;   /* bytes of async buffers in use / at most */
+    const IrOp **readback_loop;      /* pipelined load read back: its loop (buffer in async_ptr) */
+    bool opt_remat;           /* make values again in a use's layout (emit_cuda_remat.c) */
     Pipe pipe;                /* the innermost pipelined loop */
 } Emitter;
 
@@ -153,5 +156,17 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i);
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save);
 bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out);
 const Layout *ce_lay(Emitter *E, int id);
+/* The load's tile axes that run along its buffer's rows and columns. */
+void ce_async_load_axes(Emitter *E, const IrOp *ld, int *row, int *col);
+
+/* shared by the emitter's files */
+int ce_relabel(Emitter *E, const Layout *src, int rank, const int *shape, const int *src_bit_of);
+const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs);
+
+/* emit_cuda_remat.c: values made again in the layout a use needs */
+bool ce_remat_cheap(Emitter *E, int id);
+/* Registers of `id` in a layout compatible with `want` (full): false when
+ * `id` cannot be made again here. */
+bool ce_remat(Emitter *E, int id, int want, const char **name, int *lay);
 
 #endif

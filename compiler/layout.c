@@ -151,3 +151,53 @@ unsigned lay_warp_mask(const Layout *l) {
         if (l->space[i] == LAY_WARP) m |= 1u << l->bit[i];
     return m;
 }
+
+/* Register bits renumbered 0, 1, ... in their old order (bits no element
+ * uses dropped), so the registers are as few as the mapped bits need. */
+static void compact_regs(Layout *l) {
+    int used[LAY_MAX_BITS], n = 0;
+    for (int b = 0; b < LAY_MAX_BITS; b++) used[b] = -1;
+    for (int i = 0; i < l->nbits; i++)
+        if (l->space[i] == LAY_REG) used[l->bit[i]] = 1;
+    for (int b = 0; b < LAY_MAX_BITS; b++)
+        if (used[b] > 0) used[b] = n++;
+    for (int i = 0; i < l->nbits; i++)
+        if (l->space[i] == LAY_REG) l->bit[i] = (unsigned char)used[l->bit[i]];
+    l->nregbits = n;
+}
+
+Layout lay_pick(const Layout *w, int rank, const int *shape, const int *pos_of) {
+    Layout l;
+    lay_init(&l, rank, shape);
+    l.kind = LAYK_OTHER;
+    for (int i = 0; i < l.nbits; i++) {
+        int p = pos_of[i];
+        if (p >= 0) set_bit(&l, i, w->space[p], w->bit[p]);
+    }
+    compact_regs(&l);
+    return l;
+}
+
+Layout lay_complete(const Layout *x, int warpbits) {
+    Layout l = *x;
+    l.kind = LAYK_OTHER;
+    unsigned lanes = lay_lane_mask(x), warps = lay_warp_mask(x);
+    int free_thread = 0;
+    for (int k = 0; k < 5; k++) free_thread += !((lanes >> k) & 1);
+    for (int k = 0; k < warpbits; k++) free_thread += !((warps >> k) & 1);
+    int none = l.nbits - lay_mapped_bits(x), to_regs = none > free_thread ? none - free_thread : 0;
+    int reg = x->nregbits, seen = 0;
+    for (int i = 0; i < l.nbits; i++) {
+        if (l.space[i] != LAY_NONE) continue;
+        if (seen++ < to_regs) { set_bit(&l, i, LAY_REG, reg++); continue; }
+        int k = 0;
+        while (k < 5 && ((lanes >> k) & 1)) k++;
+        if (k < 5) { lanes |= 1u << k; set_bit(&l, i, LAY_LANE, k); continue; }
+        k = 0;
+        while ((warps >> k) & 1) k++;
+        warps |= 1u << k;
+        set_bit(&l, i, LAY_WARP, k);
+    }
+    l.nregbits = reg;
+    return l;
+}

@@ -64,6 +64,16 @@ Layout lay_mma(const Type *t, int wmbits, int wnbits);
 /* The same bits for a new shape of the same numel (reshape). */
 Layout lay_reshape(const Layout *x, int rank, const int *shape);
 
+/* A layout of a tile of `shape` whose bit i is w's bit position pos_of[i]
+ * (-1: NONE), registers renumbered compactly: how an operand of a view must
+ * lie for the view to lie as w. */
+Layout lay_pick(const Layout *w, int rank, const int *shape, const int *pos_of);
+/* x with every NONE bit mapped (full): the lowest ones to new register bits,
+ * the highest to lane and warp bits x leaves free, so that threads hold no
+ * more registers than the tile needs.  Anything x maps is unchanged, so a
+ * value of layout x is read in the result register by register. */
+Layout lay_complete(const Layout *x, int warpbits);
+
 bool lay_equal(const Layout *a, const Layout *b);
 bool lay_full(const Layout *l);                   /* no NONE bits */
 int  lay_mapped_bits(const Layout *l);            /* bits that are not NONE */
