@@ -1567,6 +1567,11 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     ce_buf_printf(&o, "\n// %d threads, %d bytes of shared memory\n", E.threads, smem);
     ce_buf_printf(&o, "#include \"%s\"\n\n", CUDA_DEVICE_HEADER_NAME);
     int occ = E.opt.num_warps ? 0 : f->occupancy;
+    /* Shared memory that leaves room for at most two blocks per SM (Hopper:
+     * 228 KiB, 1 KiB reserved per block) caps occupancy anyway: saying so lets
+     * ptxas use the registers it wants instead of spilling to reach a third
+     * block that could not run. */
+    if (occ <= 0 && smem > 0 && 233472 / (smem + 1024) <= 2) occ = 233472 / (smem + 1024) > 0 ? 233472 / (smem + 1024) : 1;
     if (occ > 0) ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", E.threads, occ, name.p);
     else ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", E.threads, name.p);
     emit_params(&E, &o);
