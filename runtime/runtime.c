@@ -693,6 +693,22 @@ static tile_status check_array(tile_ctx *ctx, const IrFunc *f, int i, const tile
         return tile_error(ctx, TILE_ERR_INVALID_ARG,
                           "kernel '%s', argument %d ('%s'): null data pointer for a non-empty array",
                           f->name, i, p->name);
+    /* The last element's byte offset, sum (extent - 1) * stride * size, must fit
+     * in int64: no memory is that large, and both backends compute offsets in
+     * int64 (an overflow there would be undefined behaviour, not an error). */
+    int64_t reach = 0;
+    bool overflow = false;
+    for (int d = 0; d < a->rank && !empty; d++) {
+        int64_t step;
+        overflow |= __builtin_mul_overflow(a->shape[d] - 1, a->strides[d], &step);
+        overflow |= __builtin_add_overflow(reach, step, &reach);
+    }
+    if (!empty && !overflow) overflow |= __builtin_mul_overflow(reach, (int64_t)tile_dtype_size(a->dtype), &reach);
+    if (overflow)
+        return tile_error(ctx, TILE_ERR_INVALID_ARG,
+                          "kernel '%s', argument %d ('%s'): its last element lies 2^63 bytes or more past "
+                          "its first (extents and strides too large for any memory)",
+                          f->name, i, p->name);
     return TILE_OK;
 }
 

@@ -181,6 +181,15 @@ static void test_launch_vadd(tile_module *mod) {
     bad[0].array.strides[0] = -1;
     CHECK_ST(tile_launch(k, grid, bad, 3, NULL), TILE_ERR_INVALID_ARG);
     CHECK_HAS(tile_ctx_last_error(ctx), "negative stride -1 on axis 0");
+    /* an array no memory could hold: the last element's offset overflows int64,
+     * in elements (39 * 2^58) or only in bytes (39 * 2^56 elements of 4 bytes) */
+    memcpy(bad, args, sizeof bad);
+    bad[0].array.strides[0] = (int64_t)1 << 58;
+    CHECK_ST(tile_launch(k, grid, bad, 3, NULL), TILE_ERR_INVALID_ARG);
+    CHECK_HAS(tile_ctx_last_error(ctx), "('x'): its last element lies 2^63 bytes or more past its first");
+    bad[0].array.strides[0] = (int64_t)1 << 56;
+    CHECK_ST(tile_launch(k, grid, bad, 3, NULL), TILE_ERR_INVALID_ARG);
+    CHECK_HAS(tile_ctx_last_error(ctx), "2^63 bytes or more");
     /* extents named alike must agree, and the message names both arrays */
     memcpy(bad, args, sizeof bad);
     bad[1].array = tile_array_contiguous(y, TILE_F32, 1, &n_short);
