@@ -14,6 +14,7 @@
  * dtype: 1e-5 f32 / f64, 1e-2 bf16 / f16); integers must match exactly. */
 #include "tile.h"
 #include "scalar.h"
+#include "read_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -24,18 +25,6 @@
 
 static int failures, runs;
 
-static char *read_file(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = 0;
-    fclose(fp);
-    return s;
-}
 
 /* xorshift: reproducible "fresh" inputs (the seed changes per launch) */
 static uint64_t rng = 88172645463325252ull;

@@ -13,6 +13,7 @@
 #include "emit_cuda.h"
 #include "lower.h"
 #include "passes.h"
+#include "read_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,18 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static char *read_file(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = 0;
-    fclose(fp);
-    return s;
-}
 
 typedef struct Walk { bool tensor_mma; } Walk;
 static void visit(IrFunc *f, IrOp *op, void *ctx) {
