@@ -245,6 +245,7 @@ typedef struct Run {
     int nargs[K_COUNT];
     /* device buffers */
     void *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *initial, *dt_out, *dA_cumsum, *states, *final_states, *y, *dummy;
+    void *dA_lo;                   /* --precision fp32: the decays' low parts (chunk_cumsum.tile) */
     void *scores;                  /* (batch, chunk, group, Q, Q) f32 */
     int Bt, H, P, N, Q, G, nchunks;   /* what the grids depend on besides the block sizes */
 } Run;
@@ -376,6 +377,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     const tile_dtype dt = o->dtype, sdt = o->state_dtype;
     const size_t nx = m2_numel_x(s), nbc = m2_numel_bc(s), nstate = m2_numel_state(s);
     const size_t ntok = (size_t)Bt * L * H;
+    /* exact fp32 products: the cumulative decays also carry their low parts */
+    const int exact = dt == TILE_F32 && o->fp32_products;
 
     if (upload(run, &run->x, in->x, nx, dt) || upload(run, &run->dt, in->dt, ntok, TILE_F32) ||
         upload(run, &run->A, in->A, (size_t)H, TILE_F32) || upload(run, &run->B, in->B, nbc, dt) ||
@@ -395,6 +398,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
         alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)) ||
         alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4))
         return -1;
+    if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
 
     char dir[4096];
     tile_dir(dir, sizeof dir);
@@ -427,9 +431,10 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     /* The plain run's constants.  --tune holds only what the run fixes (the
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches
      * the rest over each kernel's `tune` block. */
-    const tile_const c1[] = {{"CHUNK", 0, Q, 0}, {"BLOCK_H", 0, block_h, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0}};
-    const tile_const f1[] = {{"CHUNK", 0, Q, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0}};
-    const int n1 = 3, nf1 = 2;
+    const tile_const c1[] = {{"CHUNK", 0, Q, 0}, {"BLOCK_H", 0, block_h, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0},
+                             {"EXACT", 0, exact, 0}};
+    const tile_const f1[] = {{"CHUNK", 0, Q, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0}, {"EXACT", 0, exact, 0}};
+    const int n1 = 4, nf1 = 3;
 
     /* The f32 kernels take TF32; num_warps, a hint the compiler accepts as a
      * binding, only when asked for. */
@@ -459,28 +464,36 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     int n4 = 3, nf4 = 1;
     if (dt == TILE_F32) c4[n4++] = f4[nf4++] = (tile_const){"TF32", 0, tf32, 0};
 
-    /* chunk_cumsum(A, dt, dt_bias, dt_out, dA_cumsum, dt_min, dt_max) */
+    /* The decays' low parts: written and read only when exact (else any rank-3 array). */
+    const tile_arg lo_arg = exact ? array_arg(run->dA_lo, TILE_F32, 3, Bt, H, L, 0, 0)
+                                  : array_arg(run->dummy, TILE_F32, 3, 1, 1, 1, 0, 0);
+
+    /* chunk_cumsum(A, dt, dt_bias, dt_out, dA_cumsum, dA_lo, dt_min, dt_max) */
     tile_arg *a = run->args[K_CUMSUM];
     a[0] = array_arg(run->A, TILE_F32, 1, H, 0, 0, 0, 0);
     a[1] = array_arg(run->dt, TILE_F32, 3, Bt, L, H, 0, 0);
     a[2] = array_arg(run->dt_bias, TILE_F32, 1, H, 0, 0, 0, 0);
     a[3] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
     a[4] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
-    a[5] = tile_arg_f32((float)o->dt_min);
-    a[6] = tile_arg_f32((float)o->dt_max);
-    run->nargs[K_CUMSUM] = 7;
+    a[5] = lo_arg;
+    a[6] = tile_arg_f32((float)o->dt_min);
+    a[7] = tile_arg_f32((float)o->dt_max);
+    run->nargs[K_CUMSUM] = 8;
 
-    /* fwd_pass_state(x, Bmat, dt_out, dA_cumsum, initial_states, states, final_states) */
+    /* fwd_pass_state(x, Bmat, dt_out, dA_cumsum, [dA_lo: the f32 kernels,]
+     * initial_states, states, final_states) */
     a = run->args[K_STATE];
-    a[0] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
-    a[1] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
-    a[2] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
-    a[3] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
-    a[4] = in->initial_states ? array_arg(run->initial, TILE_F32, 4, Bt, H, P, N, 0)
-                              : array_arg(run->dummy, TILE_F32, 4, 1, 1, 1, 1, 0);
-    a[5] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
-    a[6] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
-    run->nargs[K_STATE] = 7;
+    int na = 0;
+    a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
+    a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+    a[na++] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
+    a[na++] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
+    if (dt == TILE_F32) a[na++] = lo_arg;
+    a[na++] = in->initial_states ? array_arg(run->initial, TILE_F32, 4, Bt, H, P, N, 0)
+                                 : array_arg(run->dummy, TILE_F32, 4, 1, 1, 1, 1, 0);
+    a[na++] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
+    a[na++] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
+    run->nargs[K_STATE] = na;
 
     /* chunk_scores(Bmat, Cmat, cb) */
     a = run->args[K_SCORES];
@@ -489,18 +502,21 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[2] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
     run->nargs[K_SCORES] = 3;
 
-    /* compute_out(x, Cmat, cb, z, D, dt_out, dA_cumsum, states, y) */
+    /* compute_out(x, Cmat, cb, z, D, dt_out, dA_cumsum, [dA_lo: the f32 kernels,] states, y) */
     a = run->args[K_OUT];
-    a[0] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
-    a[1] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
-    a[2] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
-    a[3] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
-    a[4] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0) : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
-    a[5] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
-    a[6] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
-    a[7] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
-    a[8] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
-    run->nargs[K_OUT] = 9;
+    na = 0;
+    a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
+    a[na++] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+    a[na++] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
+    a[na++] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
+    a[na++] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0)
+                    : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
+    a[na++] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
+    a[na++] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
+    if (dt == TILE_F32) a[na++] = lo_arg;
+    a[na++] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
+    a[na++] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
+    run->nargs[K_OUT] = na;
 
     const tile_const *consts[K_COUNT] = {c1, c2, c4, c3}, *fixed[K_COUNT] = {f1, f2, f4, f3};
     const int nconsts[K_COUNT] = {n1, n2, n4, n3}, nfixed[K_COUNT] = {nf1, nf2, nf4, nf3};
@@ -554,7 +570,8 @@ static int run_download(Run *run, const M2Inputs *in, const M2Options *o, M2Outp
 
 static void run_free(Run *run) {
     void *bufs[] = {run->x, run->dt, run->A, run->B, run->C, run->D, run->z, run->dt_bias, run->initial,
-                    run->dt_out, run->dA_cumsum, run->states, run->final_states, run->y, run->dummy, run->scores};
+                    run->dt_out, run->dA_cumsum, run->states, run->final_states, run->y, run->dummy, run->scores,
+                    run->dA_lo};
     if (!run->ctx) return;
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tile_free(run->ctx, bufs[i]);
     tile_ctx_destroy(run->ctx);   /* releases the modules too */

@@ -45,30 +45,33 @@ static int run_kernel(tile_ctx *ctx, const char *tile_dir, const Shape *s, const
     REL_TRY(ctx, tile_kernel_get(mod, "chunk_cumsum", consts, 3, &k));
 
     const size_t ntok = (size_t)s->batch * s->seqlen * s->heads;
-    void *dA = NULL, *ddt = NULL, *dbias = NULL, *dout = NULL, *dcs = NULL;
+    void *dA = NULL, *ddt = NULL, *dbias = NULL, *dout = NULL, *dcs = NULL, *dlo = NULL;
     REL_TRY(ctx, tile_malloc(ctx, (size_t)s->heads * 4, &dA));
     REL_TRY(ctx, tile_malloc(ctx, ntok * 4, &ddt));
     REL_TRY(ctx, tile_malloc(ctx, (size_t)s->heads * 4, &dbias));
     REL_TRY(ctx, tile_malloc(ctx, ntok * 4, &dout));
     REL_TRY(ctx, tile_malloc(ctx, ntok * 4, &dcs));
+    REL_TRY(ctx, tile_malloc(ctx, 16, &dlo));   /* the low parts: not written (EXACT = 0) */
     REL_TRY(ctx, tile_memcpy_h2d(ctx, dA, A, (size_t)s->heads * 4));
     REL_TRY(ctx, tile_memcpy_h2d(ctx, ddt, dt, ntok * 4));
     REL_TRY(ctx, tile_memset(ctx, dbias, 0, (size_t)s->heads * 4));
 
     const int64_t sh[1] = {s->heads}, sdt[3] = {s->batch, s->seqlen, s->heads}, sout[3] = {s->batch, s->heads, s->seqlen};
-    tile_arg args[7] = {
+    const int64_t one[3] = {1, 1, 1};
+    tile_arg args[8] = {
         tile_arg_array(tile_array_contiguous(dA, TILE_F32, 1, sh)),
         tile_arg_array(tile_array_contiguous(ddt, TILE_F32, 3, sdt)),
         tile_arg_array(tile_array_contiguous(dbias, TILE_F32, 1, sh)),
         tile_arg_array(tile_array_contiguous(dout, TILE_F32, 3, sout)),
         tile_arg_array(tile_array_contiguous(dcs, TILE_F32, 3, sout)),
+        tile_arg_array(tile_array_contiguous(dlo, TILE_F32, 3, one)),
         tile_arg_f32(-INFINITY), tile_arg_f32(INFINITY)};
     const int grid[3] = {(s->seqlen + s->chunk - 1) / s->chunk, (s->heads + 15) / 16, s->batch};
-    REL_TRY(ctx, tile_launch(k, grid, args, 7, NULL));
+    REL_TRY(ctx, tile_launch(k, grid, args, 8, NULL));
     REL_TRY(ctx, tile_synchronize(ctx));
     REL_TRY(ctx, tile_memcpy_d2h(ctx, delta, dout, ntok * 4));
     REL_TRY(ctx, tile_memcpy_d2h(ctx, cs, dcs, ntok * 4));
-    tile_free(ctx, dA); tile_free(ctx, ddt); tile_free(ctx, dbias); tile_free(ctx, dout); tile_free(ctx, dcs);
+    tile_free(ctx, dA); tile_free(ctx, ddt); tile_free(ctx, dbias); tile_free(ctx, dout); tile_free(ctx, dcs); tile_free(ctx, dlo);
     tile_module_release(mod);
     return 0;
 }

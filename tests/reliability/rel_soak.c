@@ -170,13 +170,13 @@ static int forward_setup(tile_ctx *ctx, const char *dir, Forward *f, tile_module
     static const char *files[4] = {"chunk_cumsum.tile", "fwd_pass_state.tile", "compute_out.tile", "compute_out.tile"};
     static const char *names[4] = {"chunk_cumsum", "fwd_pass_state_f32_sf32", "compute_out_f32_sf32", "chunk_scores_f32"};
     const tile_const c[4][7] = {
-        {{"CHUNK", 0, Q, 0}, {"BLOCK_H", 0, H, 0}, {"SOFTPLUS", 0, 0, 0}},
+        {{"CHUNK", 0, Q, 0}, {"BLOCK_H", 0, H, 0}, {"SOFTPLUS", 0, 0, 0}, {"EXACT", 0, 1, 0}},
         {{"CHUNK", 0, Q, 0}, {"BLOCK_K", 0, 64, 0}, {"BLOCK_P", 0, P, 0}, {"BLOCK_N", 0, NS, 0},
          {"HAS_INITIAL", 0, 0, 0}, {"TF32", 0, 0, 0}},
         {{"CHUNK", 0, Q, 0}, {"BLOCK_M", 0, 64, 0}, {"BLOCK_P", 0, P, 0}, {"BLOCK_N", 0, NS, 0},
          {"HAS_D", 0, 1, 0}, {"HAS_Z", 0, 0, 0}, {"TF32", 0, 0, 0}},
         {{"CHUNK", 0, Q, 0}, {"BLOCK_M", 0, 64, 0}, {"BLOCK_N", 0, NS, 0}, {"TF32", 0, 0, 0}}};
-    const int nconsts[4] = {3, 6, 7, 4};
+    const int nconsts[4] = {4, 6, 7, 4};
     for (int i = 0; i < 4; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
@@ -197,35 +197,39 @@ static int forward_setup(tile_ctx *ctx, const char *dir, Forward *f, tile_module
 /* One forward: its own intermediates and output, freed before returning. */
 static int forward_run(tile_ctx *ctx, Forward *f, float *y_host) {
     const size_t ntok = (size_t)BT * L * H * 4, nstates = (size_t)BT * NCHUNKS * H * P * NS * 4;
-    void *dt_out = NULL, *cs = NULL, *states = NULL, *final_states = NULL, *y = NULL, *cb = NULL;
+    void *dt_out = NULL, *cs = NULL, *cs_lo = NULL, *states = NULL, *final_states = NULL, *y = NULL, *cb = NULL;
     REL_TRY(ctx, tile_malloc(ctx, ntok, &dt_out));
     REL_TRY(ctx, tile_malloc(ctx, ntok, &cs));
+    REL_TRY(ctx, tile_malloc(ctx, ntok, &cs_lo));   /* exact fp32: the decays' low parts */
     REL_TRY(ctx, tile_malloc(ctx, nstates, &states));
     REL_TRY(ctx, tile_malloc(ctx, (size_t)BT * H * P * NS * 4, &final_states));
     REL_TRY(ctx, tile_malloc(ctx, sizeof f->hx, &y));
     REL_TRY(ctx, tile_malloc(ctx, (size_t)BT * NCHUNKS * G * Q * Q * 4, &cb));
-    const tile_arg a1[7] = {arr(f->A, TILE_F32, 1, H, 0, 0, 0, 0), arr(f->dt, TILE_F32, 3, BT, L, H, 0, 0),
+    const tile_arg a1[8] = {arr(f->A, TILE_F32, 1, H, 0, 0, 0, 0), arr(f->dt, TILE_F32, 3, BT, L, H, 0, 0),
                             arr(f->bias, TILE_F32, 1, H, 0, 0, 0, 0), arr(dt_out, TILE_F32, 3, BT, H, L, 0, 0),
-                            arr(cs, TILE_F32, 3, BT, H, L, 0, 0), tile_arg_f32(-INFINITY), tile_arg_f32(INFINITY)};
-    const tile_arg a2[7] = {arr(f->x, TILE_F32, 4, BT, L, H, P, 0), arr(f->B, TILE_F32, 4, BT, L, G, NS, 0),
+                            arr(cs, TILE_F32, 3, BT, H, L, 0, 0), arr(cs_lo, TILE_F32, 3, BT, H, L, 0, 0),
+                            tile_arg_f32(-INFINITY), tile_arg_f32(INFINITY)};
+    const tile_arg a2[8] = {arr(f->x, TILE_F32, 4, BT, L, H, P, 0), arr(f->B, TILE_F32, 4, BT, L, G, NS, 0),
                             arr(dt_out, TILE_F32, 3, BT, H, L, 0, 0), arr(cs, TILE_F32, 3, BT, H, L, 0, 0),
+                            arr(cs_lo, TILE_F32, 3, BT, H, L, 0, 0),
                             arr(f->dummy, TILE_F32, 4, 1, 1, 1, 1, 0), arr(states, TILE_F32, 5, BT, NCHUNKS, H, P, NS),
                             arr(final_states, TILE_F32, 4, BT, H, P, NS, 0)};
     const tile_arg a4[3] = {arr(f->B, TILE_F32, 4, BT, L, G, NS, 0), arr(f->C, TILE_F32, 4, BT, L, G, NS, 0),
                             arr(cb, TILE_F32, 5, BT, NCHUNKS, G, Q, Q)};
-    const tile_arg a3[9] = {arr(f->x, TILE_F32, 4, BT, L, H, P, 0), arr(f->C, TILE_F32, 4, BT, L, G, NS, 0),
+    const tile_arg a3[10] = {arr(f->x, TILE_F32, 4, BT, L, H, P, 0), arr(f->C, TILE_F32, 4, BT, L, G, NS, 0),
                             arr(cb, TILE_F32, 5, BT, NCHUNKS, G, Q, Q), arr(f->dummy, TILE_F32, 4, 1, 1, 1, 1, 0),
                             arr(f->D, TILE_F32, 2, H, P, 0, 0, 0), arr(dt_out, TILE_F32, 3, BT, H, L, 0, 0),
-                            arr(cs, TILE_F32, 3, BT, H, L, 0, 0), arr(states, TILE_F32, 5, BT, NCHUNKS, H, P, NS),
+                            arr(cs, TILE_F32, 3, BT, H, L, 0, 0), arr(cs_lo, TILE_F32, 3, BT, H, L, 0, 0),
+                            arr(states, TILE_F32, 5, BT, NCHUNKS, H, P, NS),
                             arr(y, TILE_F32, 4, BT, L, H, P, 0)};
     const int g1[3] = {NCHUNKS, 1, BT}, g2[3] = {1, H, BT}, g3[3] = {1, NCHUNKS, BT * H}, g4[3] = {1, NCHUNKS, BT * G};
-    REL_TRY(ctx, tile_launch(f->kern[0], g1, a1, 7, NULL));
-    REL_TRY(ctx, tile_launch(f->kern[1], g2, a2, 7, NULL));
+    REL_TRY(ctx, tile_launch(f->kern[0], g1, a1, 8, NULL));
+    REL_TRY(ctx, tile_launch(f->kern[1], g2, a2, 8, NULL));
     REL_TRY(ctx, tile_launch(f->kern[3], g4, a4, 3, NULL));
-    REL_TRY(ctx, tile_launch(f->kern[2], g3, a3, 9, NULL));
+    REL_TRY(ctx, tile_launch(f->kern[2], g3, a3, 10, NULL));
     REL_TRY(ctx, tile_memcpy_d2h(ctx, y_host, y, sizeof f->hx));
-    void *bufs[6] = {dt_out, cs, states, final_states, y, cb};
-    for (int i = 0; i < 6; i++) REL_TRY(ctx, tile_free(ctx, bufs[i]));
+    void *bufs[7] = {dt_out, cs, cs_lo, states, final_states, y, cb};
+    for (int i = 0; i < 7; i++) REL_TRY(ctx, tile_free(ctx, bufs[i]));
     return 0;
 }
 
