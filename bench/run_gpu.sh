@@ -2,7 +2,8 @@
 # bench/run_gpu.sh: everything the GPU machine should do, in one call:
 # build (flex / bison from .devdeps/*.deb), the GPU tests, the NVRTC tests,
 # then the benchmarks, with a short table last.
-#   bash bench/run_gpu.sh [--quick]      (--quick: tests only, no benchmarks)
+#   bash bench/run_gpu.sh [--quick | --build-only]
+#   (--quick: tests only, no benchmarks; --build-only: the build, for bench/ab_mamba2.sh)
 # Knobs: TILEC_GPU_TESTS=REGEX (only those GPU tests), TILEC_SKIP_NVRTC=1,
 #        TILEC_BENCH_ONLY=rows|matmul, TILE_CACHE_DIR (default /tmp/tilec-cache).
 set -u
@@ -19,6 +20,7 @@ echo "== build"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${FLEXINC:-} >/tmp/tilec-cmake.log 2>&1 || { tail -30 /tmp/tilec-cmake.log; exit 1; }
 cmake --build "$BUILD" -j16 >/tmp/tilec-build.log 2>&1 || { grep -E "error|Error" /tmp/tilec-build.log | head -30; exit 1; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader 2>/dev/null
+[ "${1:-}" = "--build-only" ] && exit 0
 echo "== ctest -L gpu"
 ctest --test-dir "$BUILD" -L gpu ${TILEC_GPU_TESTS:+-R "$TILEC_GPU_TESTS"} --output-on-failure -j4 2>&1 | tail -60
 if [ -z "${TILEC_SKIP_NVRTC:-}" ]; then
