@@ -14,7 +14,7 @@
 #include "sema.h"
 
 #define MAX_INLINE_DEPTH 64
-#define MAX_ARGS 8            /* parameters of one builtin or fn */
+#define MAX_ARGS 16           /* parameters of one builtin or fn */
 
 /* ---- values of the environment ---------------------------------------- */
 

@@ -34,6 +34,9 @@ static const char usage_text[] =
     "  bench:   --bench  --iters N  --warmup N\n"
     "  tiles:   --block-n-state N  --block-n-out N   (dstate slice of kernels 2 and 3)\n"
     "           --block-k N (tokens per mma step of kernel 2)  --warps-state N  --warps-out N\n"
+    "           --block-m N (tokens per row block of kernel 3, up to the chunk)\n"
+    "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
+    "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -148,6 +151,14 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--block-n-state")) rc = parse_pow2(flag, value, &cfg->opt.block_n_state);
         else if (!strcmp(flag, "--block-n-out")) rc = parse_pow2(flag, value, &cfg->opt.block_n_out);
         else if (!strcmp(flag, "--block-k")) rc = parse_pow2(flag, value, &cfg->opt.block_k);
+        else if (!strcmp(flag, "--block-m")) rc = parse_pow2(flag, value, &cfg->opt.block_m);
+        else if (!strcmp(flag, "--carry")) {
+            if (strcmp(value, "tf32") && strcmp(value, "operand")) {
+                fprintf(stderr, "mamba2: --carry expects tf32 or operand, got '%s'\n", value);
+                rc = -1;
+            }
+            cfg->opt.carry_tf32 = !strcmp(value, "tf32");
+        }
         else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
         else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
         else if (!strcmp(flag, "--tol")) rc = parse_double(flag, value, &cfg->tol);
@@ -425,7 +436,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
      * keeps registers bounded.  (The fastest of a sweep on the H200.) */
     const int block_n_state = o->block_n_state ? o->block_n_state : min_int(128, max_int(16, pow2_at_least(N)));
     const int block_n_out = o->block_n_out ? o->block_n_out : min_int(32, max_int(16, pow2_at_least(N)));
-    const int block_m = 64;
+    const int block_m = min_int(o->block_m ? o->block_m : 64, Q);
     const int block_k = min_int(o->block_k ? o->block_k : 64, Q);
 
     /* The plain run's constants.  --tune holds only what the run fixes (the
@@ -455,6 +466,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (dt == TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"TF32", 0, tf32, 0};
     if (o->warps_out) c3[n3++] = f3[nf3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
     if (o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
+    if (o->block_m) f3[nf3++] = (tile_const){"BLOCK_M", 0, block_m, 0};
+    if (o->carry_tf32 && dt != TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"CARRY_TF32", 0, 1, 0};
 
     /* chunk_scores: all of dstate in one step for 16-bit inputs (no spills
      * at 128; 64 spills a word), 64 for f32 */
@@ -463,6 +476,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     tile_const f4[6] = {{"CHUNK", 0, Q, 0}};
     int n4 = 3, nf4 = 1;
     if (dt == TILE_F32) c4[n4++] = f4[nf4++] = (tile_const){"TF32", 0, tf32, 0};
+    if (o->block_m) f4[nf4++] = (tile_const){"BLOCK_M", 0, block_m, 0};
 
     /* The decays' low parts: written and read only when exact (else any rank-3 array). */
     const tile_arg lo_arg = exact ? array_arg(run->dA_lo, TILE_F32, 3, Bt, H, L, 0, 0)
