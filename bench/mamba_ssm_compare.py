@@ -10,7 +10,12 @@ Run on the GPU machine (never imported by CI).  For each anchor shape of
   3. runs mamba_ssm's `mamba_chunk_scan_combined` on the same inputs (timed
      with triton.testing.do_bench after a warm-up, median),
   4. prints both times, their ratio, and the relative L2 difference of y and
-     of the final states.
+     of the final states,
+  5. and, unless --no-torch-ref, times the PyTorch reference on the same inputs:
+     `ssd_minimal_discrete` (mamba_ssm's modules/ssd_minimal.py, Listing 1 of
+     the Mamba-2 paper: fp32 einsums) plus D x, with the ratio and y's
+     difference from ours.  It needs seqlen to be a multiple of the chunk; a
+     shape it cannot run (out of memory, say) gets a note and a dash.
 
 mamba_ssm is not a dependency of the project: it is imported from PYTHONPATH
 (see anchors.md for the folder to make; `--make-peer-dir` makes it from a
@@ -158,6 +163,49 @@ def _peer_on_gpu(torch, triton, mamba_chunk_scan_combined, inputs, shape, iters)
     return ms, y.float().cpu().numpy(), final.float().cpu().numpy()
 
 
+_ref_missing = []       # the import error of the PyTorch reference, once seen
+
+
+def run_torch_ref(inputs, shape, iters):
+    """Returns (median ms, y) of the PyTorch reference on the same inputs, or
+    None when it cannot run here."""
+    if _ref_missing:
+        return None
+    b, L, H, P, N, G, Q, _dt = shape
+    if L % Q:
+        return None
+    try:
+        import torch
+        import triton
+        from mamba_ssm.modules.ssd_minimal import ssd_minimal_discrete
+    except ImportError as e:
+        _ref_missing.append(str(e))
+        print(f"note: the PyTorch reference is not importable ({e}); no reference column.", flush=True)
+        return None
+    out = None
+    try:
+        dev = "cuda"
+        x = torch.from_numpy(inputs["x"]).to(dev)
+        dt = torch.from_numpy(inputs["dt"]).to(dev)
+        A = torch.from_numpy(inputs["A"]).to(dev)
+        Bh = torch.from_numpy(inputs["B"]).to(dev).repeat_interleave(H // G, dim=2)   # groups -> heads
+        Ch = torch.from_numpy(inputs["C"]).to(dev).repeat_interleave(H // G, dim=2)
+        D = torch.from_numpy(inputs["D"]).to(dev)
+
+        def call():
+            y, _final = ssd_minimal_discrete(x * dt[..., None], A[None, None, :] * dt, Bh, Ch, Q)
+            return y + x * D[:, None]
+
+        y = call()
+        torch.cuda.synchronize()
+        ms = triton.testing.do_bench(call, warmup=5, rep=max(50, iters), return_mode="median")
+        out = (ms, y.float().cpu().numpy())
+    except Exception as e:      # out of memory at the larger shapes, most likely: a dash, not a failed run
+        print(f"note: the PyTorch reference did not run at this shape: {type(e).__name__}: {e}", flush=True)
+    torch.cuda.empty_cache()
+    return out
+
+
 def rel_l2(a, b):
     import numpy as np
     a = a.astype(np.float64)
@@ -190,7 +238,11 @@ def measure(args, shape, work, tag, seed):
     print(log.rstrip(), flush=True)
     m = re.search(r"^bench: \S+ on (.+?), \d+ iterations", log, re.M)
     row = {"label": label, "ours_ms": ours_ms, "peer_ms": None, "ratio": None, "dy": None, "ds": None,
-           "gpu": m.group(1) if m else None, "outdir": outdir}
+           "ref_ms": None, "ref_ratio": None, "dy_ref": None, "gpu": m.group(1) if m else None, "outdir": outdir}
+    ref = run_torch_ref(inputs, shape, args.iters) if getattr(args, "torch_ref", False) else None
+    if ref:
+        row.update(ref_ms=ref[0], ref_ratio=ours_ms / ref[0],
+                   dy_ref=rel_l2(np.load(os.path.join(outdir, "y.npy")), ref[1]))
     peer = run_peer(inputs, shape, args.iters)
     del inputs
     if peer:
@@ -204,11 +256,13 @@ def measure(args, shape, work, tag, seed):
 def print_table(rows):
     print()
     print(f"{'shape (b, L, H, P, N, G, Q) dtype':44} {'ours ms':>9} {'mamba_ssm':>10} {'ours/theirs':>11} "
-          f"{'y rel diff':>11} {'state diff':>11}")
+          f"{'y rel diff':>11} {'state diff':>11} {'torch ref':>10} {'ours/ref':>9} {'y vs ref':>9}")
     fmt = lambda v, f: (f.format(v) if v is not None else "-")
     for r in rows:
         print(f"{r['label']:44} {r['ours_ms']:9.3f} {fmt(r['peer_ms'], '{:10.3f}'):>10} "
-              f"{fmt(r['ratio'], '{:11.2f}'):>11} {fmt(r['dy'], '{:11.2e}'):>11} {fmt(r['ds'], '{:11.2e}'):>11}")
+              f"{fmt(r['ratio'], '{:11.2f}'):>11} {fmt(r['dy'], '{:11.2e}'):>11} {fmt(r['ds'], '{:11.2e}'):>11} "
+              f"{fmt(r.get('ref_ms'), '{:10.3f}'):>10} {fmt(r.get('ref_ratio'), '{:9.3f}'):>9} "
+              f"{fmt(r.get('dy_ref'), '{:9.1e}'):>9}")
 
 
 # ---- --sweep: CSV ------------------------------------------------------------
@@ -477,6 +531,7 @@ def draw_png(png, title, series):
 # ---- --sweep -----------------------------------------------------------------
 
 def sweep(args, work):
+    args.torch_ref = False      # the sweep is ours against mamba_ssm only
     seqlens = SWEEP_SEQLENS if not args.seqlens else [int(v) for v in args.seqlens.split(",")]
     points, rows, gpu, failed = [], [], None, []
     for k, L in enumerate(seqlens):
@@ -513,6 +568,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir", default=None, help="where inputs and outputs go (default: a temp dir)")
     ap.add_argument("--make-peer-dir", nargs=2, metavar=("MAMBA_CHECKOUT", "DEST"))
+    ap.add_argument("--no-torch-ref", dest="torch_ref", action="store_false",
+                    help="leave out the PyTorch reference (ssd_minimal_discrete) column")
     ap.add_argument("--sweep", action="store_true",
                     help="time against seqlen at (2, L, 80, 64, 128, 1, 256) bf16; needs --csv, --png optional")
     ap.add_argument("--seqlens", default=None,
