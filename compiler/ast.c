@@ -294,18 +294,19 @@ static void print_stmts(FILE *out, const Stmt *s, int indent) {
 }
 
 static void print_param(FILE *out, const Param *p) {
+    const char *type = p->type_name ? p->type_name : dtype_name(p->dtype);
     switch (p->kind) {
     case PARAM_ARRAY:
-        fprintf(out, "(param array %s %s [", p->name, dtype_name(p->dtype));
+        fprintf(out, "(param array %s %s [", p->name, type);
         for (int i = 0; i < p->rank; i++)
             fprintf(out, "%s%s", i ? ", " : "", p->dims[i] ? p->dims[i] : "_");
         fputs("])", out);
         break;
     case PARAM_SCALAR:
-        fprintf(out, "(param scalar %s %s)", p->name, dtype_name(p->dtype));
+        fprintf(out, "(param scalar %s %s)", p->name, type);
         break;
     case PARAM_CONST:
-        fprintf(out, "(param const %s %s", p->name, dtype_name(p->dtype));
+        fprintf(out, "(param const %s %s", p->name, type);
         if (p->init) {
             fputs(" = ", out);
             print_expr(out, p->init);

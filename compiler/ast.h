@@ -115,6 +115,11 @@ struct Param {
     Param *next;
     const char *name;
     DType dtype;
+    /* The type was written as a name, not a dtype: for PARAM_CONST the word
+     * `dtype` (a dtype constant: `const T: dtype`), else the name of such a
+     * constant (`x: T[N]`); dtype is then DT_INVALID until a kernel is
+     * specialised. */
+    const char *type_name;
     int rank;                      /* PARAM_ARRAY */
     const char *dims[TILE_MAX_RANK];/* PARAM_ARRAY: extent names, NULL for `_` */
     Loc dim_locs[TILE_MAX_RANK];

@@ -307,7 +307,9 @@ void ir_print(FILE *out, const IrFunc *f) {
         for (int i = 0; i < f->nconsts; i++) {
             const IrConst *c = &f->consts[i];
             fprintf(out, " %s=", c->name);
-            if (dtype_is_float(c->type.dtype)) {
+            if (c->is_dtype) {
+                fputs(dtype_name(c->type.dtype), out);
+            } else if (dtype_is_float(c->type.dtype)) {
                 char buf[64];
                 format_double(c->v.f, buf, sizeof buf);
                 fputs(buf, out);

@@ -126,7 +126,8 @@ typedef struct IrParam {
 /* One constant the kernel was specialised on (for messages and cache keys). */
 typedef struct IrConst {
     const char *name;
-    Type type;              /* scalar */
+    Type type;              /* scalar; for a dtype constant, the dtype it names */
+    bool is_dtype;          /* `const T: dtype`: type.dtype is its value, v unused */
     union { int64_t i; double f; } v;
 } IrConst;
 

@@ -1141,11 +1141,65 @@ static bool const_param_value(Lower *L, const Param *p, const ConstBinding *b, S
 }
 
 /* Binds the kernel's parameters into the current scope and IrFunc. */
+/* The dtype a `const T: dtype` parameter names: its binding, else its default. */
+static bool dtype_param_value(Lower *L, const Param *p, const ConstBinding *b, DType *out) {
+    if (b) {
+        if (!b->is_dtype) {
+            diag_error(L->d, p->loc, "constant '%s' is a dtype (bf16, f32, ...), but was given %s", p->name,
+                       b->is_bool ? (b->i ? "true" : "false") : b->is_float ? "a float" : "a number");
+            return false;
+        }
+        *out = b->dtype;
+        return true;
+    }
+    if (!p->init) {
+        diag_error(L->d, p->loc, "missing dtype for constant '%s' (give it with -D %s=f32, say)", p->name, p->name);
+        return false;
+    }
+    Val v = lower_expr(L, p->init);
+    if (v.kind == V_ERROR) return false;
+    if (v.kind != V_DTYPE) {
+        diag_error(L->d, p->init->loc, "the default of dtype constant '%s' must be a dtype (bf16, f32, ...)", p->name);
+        return false;
+    }
+    *out = v.dt;
+    return true;
+}
+
+/* The dtype of a parameter whose type is written as a name: the dtype constant
+ * of that name, declared anywhere in the kernel's list. */
+static DType param_dtype(Lower *L, const Decl *k, const Param *p) {
+    if (!p->type_name) return p->dtype;
+    for (const Param *q = k->params; q; q = q->next) {
+        if (q->kind != PARAM_CONST || !q->type_name || strcmp(q->name, p->type_name) != 0) continue;
+        Entry *e = find_in(L->scope, q->name);
+        return e && e->val.kind == V_DTYPE ? e->val.dt : DT_INVALID;   /* invalid: reported already */
+    }
+    diag_error(L->d, p->loc, "unknown type '%s' of parameter '%s' (a dtype such as f32, or a `const %s: dtype` "
+               "parameter of the kernel)", p->type_name, p->name, p->type_name);
+    return DT_INVALID;
+}
+
 static void bind_params(Lower *L, const Decl *k, const ConstBinding *consts, int nconsts) {
     IrFunc *f = L->f;
     f->params = ARENA_ARRAY(L->a, IrParam, k->nparams > 0 ? k->nparams : 1);
     f->consts = ARENA_ARRAY(L->a, IrConst, k->nparams > 0 ? k->nparams : 1);
+    /* dtype constants first: the other parameters' types may name them */
     for (Param *p = k->params; p; p = p->next) {
+        if (p->kind != PARAM_CONST || !p->type_name || find_in(L->scope, p->name)) continue;
+        DType dt;
+        Val v = poison;
+        if (dtype_param_value(L, p, find_binding(consts, nconsts, p->name), &dt)) {
+            v = (Val){.kind = V_DTYPE, .dt = dt};
+            IrConst *c = &f->consts[f->nconsts++];
+            c->name = p->name;
+            c->type = type_scalar(dt);
+            c->is_dtype = true;
+        }
+        bind(L, p->name, ENT_CONST, v);
+    }
+    for (Param *p = k->params; p; p = p->next) {
+        if (p->kind == PARAM_CONST && p->type_name) continue;   /* bound above */
         Entry *prev = find_in(L->scope, p->name);
         if (prev) {
             if (prev->val.kind == V_DIM)
@@ -1157,7 +1211,11 @@ static void bind_params(Lower *L, const Decl *k, const ConstBinding *consts, int
         if (p->kind == PARAM_CONST) {
             Scalar v;
             Val cv = poison;
-            if (p->dtype == DT_TF32)
+            const ConstBinding *given = find_binding(consts, nconsts, p->name);
+            if (given && given->is_dtype)
+                diag_error(L->d, p->loc, "constant '%s' is %s, but was given the dtype %s", p->name,
+                           dtype_name(p->dtype), dtype_name(given->dtype));
+            else if (p->dtype == DT_TF32)
                 diag_error(L->d, p->loc, "constant '%s' cannot be tf32", p->name);
             else if (const_param_value(L, p, find_binding(consts, nconsts, p->name), &v)) {
                 cv = vconst(p->dtype, v, false);
@@ -1175,14 +1233,16 @@ static void bind_params(Lower *L, const Decl *k, const ConstBinding *consts, int
         ip->kind = p->kind == PARAM_ARRAY ? IRP_ARRAY : IRP_SCALAR;
         ip->name = p->name;
         ip->loc = p->loc;
-        ip->dtype = p->dtype;
+        ip->dtype = param_dtype(L, k, p);
+        if (ip->dtype == DT_INVALID) ip->dtype = DT_F32;   /* reported: go on so that the rest is checked */
+        const DType pdt = ip->dtype;
         if (p->kind == PARAM_SCALAR) {
-            if (p->dtype == DT_TF32) diag_error(L->d, p->loc, "scalar parameter '%s' cannot be tf32", p->name);
+            if (pdt == DT_TF32) diag_error(L->d, p->loc, "scalar parameter '%s' cannot be tf32", p->name);
             Val v = vkind(V_PARAM, idx);
             bind(L, p->name, ENT_PARAM, v);
             continue;
         }
-        if (p->dtype == DT_TF32)
+        if (pdt == DT_TF32)
             diag_error(L->d, p->loc, "array '%s' cannot be tf32 (use an f32 array and astype(t, tf32))", p->name);
         if (p->rank < 1 || p->rank > TILE_MAX_RANK)
             diag_error(L->d, p->loc, "array '%s' must have 1 to %d dimensions", p->name, TILE_MAX_RANK);
@@ -1455,6 +1515,12 @@ bool const_binding_parse(Arena *a, const char *text, ConstBinding *out, char *er
         }
     out->name = arena_strndup(a, text, (size_t)(eq - text));
     const char *v = eq + 1;
+    DType named = dtype_from_name(v);
+    if (named != DT_INVALID) {   /* a dtype, for a `const T: dtype` parameter */
+        out->is_dtype = true;
+        out->dtype = named;
+        return true;
+    }
     if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
         out->is_bool = true;
         out->i = v[0] == 't';

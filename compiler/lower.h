@@ -20,6 +20,8 @@ typedef struct ConstBinding {
     bool is_bool;        /* value was written true / false (only a bool constant takes it) */
     int64_t i;           /* integer value (also set, truncated, for floats) */
     double f;            /* float value (also set for integers) */
+    bool is_dtype;       /* the value is a dtype (for a `const T: dtype` parameter) */
+    DType dtype;
 } ConstBinding;
 
 /* Checks the whole program without specialising: duplicate names, fn/kernel

@@ -117,6 +117,7 @@ static void add_decl(ParseCtx *ctx, Decl *d);
 static Stmt *mk_for(ParseCtx *ctx, Loc loc, Name *var, Expr *range, Stmt *body);
 static Stmt *mk_static_assert(ParseCtx *ctx, Loc loc, ExprList args);
 static Param *mk_array_param(ParseCtx *ctx, Loc loc, const char *name, DType dt, NameList dims);
+static Param *mk_dtype_const(ParseCtx *ctx, Loc loc, const char *name, const char *type, Loc type_loc, Expr *init);
 static Expr *check_hints(ParseCtx *ctx, ExprList hints);
 }
 
@@ -251,6 +252,22 @@ param:
         $$->name = $2;
         $$->dtype = $4;
         $$->init = $6;
+    }
+    /* generic dtypes: `const T: dtype [= f32]`, then `x: T[N]`, `s: T` */
+  | IDENT ':' IDENT '[' dims ']' {
+        $$ = mk_array_param(ctx, LOC(@1), $1, DT_INVALID, $5);
+        $$->type_name = $3;
+    }
+  | IDENT ':' IDENT {
+        $$ = ast_param(ctx->arena, PARAM_SCALAR, LOC(@1));
+        $$->name = $1;
+        $$->type_name = $3;
+    }
+  | CONST IDENT ':' IDENT {
+        $$ = mk_dtype_const(ctx, LOC(@2), $2, $4, LOC(@4), NULL);
+    }
+  | CONST IDENT ':' IDENT '=' expr {
+        $$ = mk_dtype_const(ctx, LOC(@2), $2, $4, LOC(@4), $6);
     }
   ;
 
@@ -802,6 +819,18 @@ static Param *mk_array_param(ParseCtx *ctx, Loc loc, const char *name, DType dt,
         rank++;
     }
     p->rank = rank;
+    return p;
+}
+
+/* `const NAME: dtype [= DEFAULT]`: the only constant whose type is a word. */
+static Param *mk_dtype_const(ParseCtx *ctx, Loc loc, const char *name, const char *type, Loc type_loc, Expr *init) {
+    if (strcmp(type, "dtype") != 0)
+        diag_error(ctx->diag, type_loc, "unknown type '%s' for constant '%s' (a dtype such as i32 or f32, "
+                   "or `dtype` for a constant that names one)", type, name);
+    Param *p = ast_param(ctx->arena, PARAM_CONST, loc);
+    p->name = name;
+    p->type_name = "dtype";
+    p->init = init;
     return p;
 }
 

@@ -144,6 +144,10 @@ tile_arg tile_arg_u32(uint32_t v) { tile_arg g = scalar_arg(TILE_U32); g.value.u
 tile_arg tile_arg_u64(uint64_t v) { tile_arg g = scalar_arg(TILE_U64); g.value.u = v; return g; }
 tile_arg tile_arg_f32(float v) { tile_arg g = scalar_arg(TILE_F32); g.value.f = v; return g; }
 tile_arg tile_arg_f64(double v) { tile_arg g = scalar_arg(TILE_F64); g.value.f = v; return g; }
+tile_const tile_const_dtype(const char *name, tile_dtype t) {
+    tile_const c = {name, TILE_CONST_DTYPE, (int64_t)t, 0};
+    return c;
+}
 
 /* ---- contexts ---------------------------------------------------------- */
 
@@ -450,7 +454,8 @@ static char *request_key(const char *name, const tile_const *consts, int n) {
     qsort(sorted, (size_t)n, sizeof *sorted, cmp_const_ptr);
     sb_printf(&b, "%s", name);
     for (int i = 0; i < n; i++) {
-        if (sorted[i]->is_float) sb_printf(&b, "|%s=f%a", sorted[i]->name, sorted[i]->f);
+        if (sorted[i]->kind == TILE_CONST_DTYPE) sb_printf(&b, "|%s=t%lld", sorted[i]->name, (long long)sorted[i]->i);
+        else if (sorted[i]->kind == TILE_CONST_FLOAT) sb_printf(&b, "|%s=f%a", sorted[i]->name, sorted[i]->f);
         else sb_printf(&b, "|%s=i%lld", sorted[i]->name, (long long)sorted[i]->i);
     }
     free(sorted);
@@ -471,7 +476,8 @@ static char *canonical_key(const IrFunc *f) {
     qsort(sorted, (size_t)f->nconsts, sizeof *sorted, cmp_irconst_ptr);
     sb_printf(&b, "%s#", f->name);
     for (int i = 0; i < f->nconsts; i++) {
-        if (dtype_is_float(sorted[i]->type.dtype)) sb_printf(&b, "|%s=f%a", sorted[i]->name, sorted[i]->v.f);
+        if (sorted[i]->is_dtype) sb_printf(&b, "|%s=t%s", sorted[i]->name, dtype_name(sorted[i]->type.dtype));
+        else if (dtype_is_float(sorted[i]->type.dtype)) sb_printf(&b, "|%s=f%a", sorted[i]->name, sorted[i]->v.f);
         else sb_printf(&b, "|%s=i%lld", sorted[i]->name, (long long)sorted[i]->v.i);
     }
     /* Hints set by a binding alone (no constant parameter) change the compiled
@@ -536,6 +542,12 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
         for (int j = 0; j < i; j++)
             if (strcmp(consts[i].name, consts[j].name) == 0)
                 return tile_error(ctx, TILE_ERR_INVALID_ARG, "constant '%s' given twice", consts[i].name);
+        if (consts[i].kind < TILE_CONST_INT || consts[i].kind > TILE_CONST_DTYPE)
+            return tile_error(ctx, TILE_ERR_INVALID_ARG, "constant '%s': kind %d is none of int, float, dtype",
+                              consts[i].name, consts[i].kind);
+        if (consts[i].kind == TILE_CONST_DTYPE && (consts[i].i < 0 || consts[i].i >= TILE_DTYPE_COUNT))
+            return tile_error(ctx, TILE_ERR_INVALID_ARG, "constant '%s': %lld is not a tile_dtype", consts[i].name,
+                              (long long)consts[i].i);
     }
     if (!find_kernel_decl(mod, name)) return kernel_not_found(mod, name);
 
@@ -558,9 +570,14 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
     }
     for (int i = 0; i < nconsts; i++) {
         binds[i].name = consts[i].name;
-        binds[i].is_float = consts[i].is_float != 0;
-        binds[i].i = consts[i].is_float ? double_to_i64_trunc(consts[i].f) : consts[i].i;
-        binds[i].f = consts[i].is_float ? consts[i].f : (double)consts[i].i;
+        const bool fl = consts[i].kind == TILE_CONST_FLOAT;
+        binds[i].is_float = fl;
+        binds[i].i = fl ? double_to_i64_trunc(consts[i].f) : consts[i].i;
+        binds[i].f = fl ? consts[i].f : (double)consts[i].i;
+        if (consts[i].kind == TILE_CONST_DTYPE) {
+            binds[i].is_dtype = true;
+            binds[i].dtype = (DType)consts[i].i;   /* the two enums agree (asserted above) */
+        }
     }
     arena_init(&k->arena);
     Diag d;

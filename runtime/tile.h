@@ -94,12 +94,22 @@ tile_arg tile_arg_f32(float v);
 tile_arg tile_arg_f64(double v);
 
 /* The value of one `const` kernel parameter, for tile_kernel_get. */
+typedef enum tile_const_kind {
+    TILE_CONST_INT = 0,    /* the value is i */
+    TILE_CONST_FLOAT = 1,  /* the value is f (written as a float) */
+    TILE_CONST_DTYPE = 2   /* the value is a dtype, i holds its tile_dtype: for a
+                              `const T: dtype` parameter (tile_const_dtype makes one) */
+} tile_const_kind;
+
 typedef struct tile_const {
     const char *name;
-    int is_float;     /* value written as a float: use f; else i */
+    int kind;         /* tile_const_kind */
     int64_t i;
     double f;
 } tile_const;
+
+/* A dtype constant: tile_const_dtype("T", TILE_BF16) binds `const T: dtype`. */
+tile_const tile_const_dtype(const char *name, tile_dtype t);
 
 /* ---- dtypes and statuses ---------------------------------------------- */
 const char *tile_status_name(tile_status s);    /* "TILE_ERR_INVALID_ARG" */

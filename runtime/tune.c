@@ -116,9 +116,9 @@ static bool tune_eval_binary(const Program *prog, Diag *d, const Expr *e, int de
     tile_const a, b;
     if (!tune_eval(prog, d, e->a, depth + 1, &a) || !tune_eval(prog, d, e->b, depth + 1, &b)) return false;
     memset(out, 0, sizeof *out);
-    if (a.is_float || b.is_float) {
-        double x = a.is_float ? a.f : (double)a.i, y = b.is_float ? b.f : (double)b.i;
-        out->is_float = 1;
+    if (a.kind == TILE_CONST_FLOAT || b.kind == TILE_CONST_FLOAT) {
+        double x = a.kind == TILE_CONST_FLOAT ? a.f : (double)a.i, y = b.kind == TILE_CONST_FLOAT ? b.f : (double)b.i;
+        out->kind = TILE_CONST_FLOAT;
         switch ((BinOp)e->op) {
         case BIN_ADD: out->f = x + y; return true;
         case BIN_SUB: out->f = x - y; return true;
@@ -164,7 +164,7 @@ static bool tune_eval(const Program *prog, Diag *d, const Expr *e, int depth, ti
         out->f = (double)e->ival;
         return true;
     case EX_FLOAT:
-        out->is_float = 1;
+        out->kind = TILE_CONST_FLOAT;
         out->f = e->fval;
         return true;
     case EX_NAME:
@@ -172,7 +172,7 @@ static bool tune_eval(const Program *prog, Diag *d, const Expr *e, int depth, ti
     case EX_UNARY:
         if (e->op == '-') {
             if (!tune_eval(prog, d, e->a, depth + 1, out)) return false;
-            if (out->is_float) out->f = -out->f;
+            if (out->kind == TILE_CONST_FLOAT) out->f = -out->f;
             else out->i = (int64_t)(0 - (uint64_t)out->i);
             return true;
         }
@@ -187,12 +187,13 @@ static bool tune_eval(const Program *prog, Diag *d, const Expr *e, int depth, ti
 }
 
 static bool tune_const_equal(const tile_const *a, const tile_const *b) {
-    if (a->is_float != b->is_float) return false;
-    return a->is_float ? a->f == b->f : a->i == b->i;
+    if (a->kind != b->kind) return false;
+    return a->kind == TILE_CONST_FLOAT ? a->f == b->f : a->i == b->i;
 }
 
 static const char *tune_const_text(const tile_const *c, char *buf, size_t n) {
-    if (c->is_float) snprintf(buf, n, "%g", c->f);
+    if (c->kind == TILE_CONST_FLOAT) snprintf(buf, n, "%g", c->f);
+    else if (c->kind == TILE_CONST_DTYPE) snprintf(buf, n, "%s", tile_dtype_name((tile_dtype)c->i));
     else snprintf(buf, n, "%lld", (long long)c->i);
     return buf;
 }
@@ -377,7 +378,9 @@ static void tune_make_key(Tuner *t, const tile_const *fixed, int nfixed, const t
         for (int i = 0; i < nfixed; i++)
             if (strcmp(fixed[i].name, last) > 0 && (!next || strcmp(fixed[i].name, next->name) < 0)) next = &fixed[i];
         if (!next) break;
-        if (next->is_float) ts_printf(&b, "%s%s=%a", n ? "," : "", next->name, next->f);
+        if (next->kind == TILE_CONST_FLOAT) ts_printf(&b, "%s%s=%a", n ? "," : "", next->name, next->f);
+        else if (next->kind == TILE_CONST_DTYPE)
+            ts_printf(&b, "%s%s=%s", n ? "," : "", next->name, tile_dtype_name((tile_dtype)next->i));
         else ts_printf(&b, "%s%s=%lld", n ? "," : "", next->name, (long long)next->i);
         last = next->name;
     }
@@ -455,7 +458,7 @@ static TuneLookup tune_parse_entry(Tuner *t, char *buf, size_t len, int *point, 
             char *e;
             errno = 0;
             if (strcmp(kind, "i") == 0) c->i = strtoll(value, &e, 10);
-            else if (strcmp(kind, "f") == 0) c->is_float = 1, c->f = strtod(value, &e);
+            else if (strcmp(kind, "f") == 0) c->kind = TILE_CONST_FLOAT, c->f = strtod(value, &e);
             else return snprintf(why, nwhy, "bad constant kind on line %d", lineno), TUNE_CORRUPT;
             if (*e || errno) return snprintf(why, nwhy, "bad constant value on line %d", lineno), TUNE_CORRUPT;
             nconsts++;
@@ -490,7 +493,7 @@ static bool tune_cache_write(Tuner *t, const tile_const *consts, float ms, char 
     TuneStr b = {&t->arena, NULL, 0, 0};
     ts_printf(&b, TUNE_ENTRY_HEADER "\nms %a\n", (double)ms);
     for (int i = 0; i < t->naxes; i++) {
-        if (consts[i].is_float) ts_printf(&b, "const %s f %a\n", consts[i].name, consts[i].f);
+        if (consts[i].kind == TILE_CONST_FLOAT) ts_printf(&b, "const %s f %a\n", consts[i].name, consts[i].f);
         else ts_printf(&b, "const %s i %lld\n", consts[i].name, (long long)consts[i].i);
     }
     return disk_cache_put(t->cache_dir, TUNE_CACHE_KIND, t->key, b.s, b.len, why, nwhy);

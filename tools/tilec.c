@@ -441,13 +441,13 @@ static int grid_name_value(GridParser *g, const char *name, int64_t *out) {
     const GridEnv *e = g->env;
     for (int i = 0; i < e->npoint; i++)
         if (strcmp(e->point[i].name, name) == 0) {
-            if (e->point[i].is_float) return grid_fail(g, "constant '%s' is not an integer", name), 1;
+            if (e->point[i].kind != TILE_CONST_INT) return grid_fail(g, "constant '%s' is not an integer", name), 1;
             *out = e->point[i].i;
             return 1;
         }
     for (int i = 0; e->ir && i < e->ir->nconsts; i++)
         if (strcmp(e->ir->consts[i].name, name) == 0) {
-            if (dtype_is_float(e->ir->consts[i].type.dtype))
+            if (e->ir->consts[i].is_dtype || dtype_is_float(e->ir->consts[i].type.dtype))
                 return grid_fail(g, "constant '%s' is not an integer", name), 1;
             *out = e->ir->consts[i].v.i;
             return 1;
@@ -765,7 +765,7 @@ static int tune_before_run(const Options *o, tile_ctx *ctx, tile_module *mod, co
     genv->ir = tile_kernel_ir(*kern);
     fprintf(stderr, "tilec: tuned %s:", o->kernel);
     for (int i = 0; i < nbest; i++) {
-        if (best[i].is_float) fprintf(stderr, " -D %s=%g", best[i].name, best[i].f);
+        if (best[i].kind == TILE_CONST_FLOAT) fprintf(stderr, " -D %s=%g", best[i].name, best[i].f);
         else fprintf(stderr, " -D %s=%lld", best[i].name, (long long)best[i].i);
     }
     fputc('\n', stderr);
@@ -812,7 +812,8 @@ static int run_launch(const Options *o) {
             arena_free(&arena);
             return usage_error("-D %s: %s", o->defines[i], err);
         }
-        consts[i] = (tile_const){b.name, b.is_float, b.i, b.f};
+        consts[i] = b.is_dtype ? tile_const_dtype(b.name, (tile_dtype)b.dtype)
+                               : (tile_const){b.name, b.is_float ? TILE_CONST_FLOAT : TILE_CONST_INT, b.i, b.f};
     }
 
     tile_ctx *ctx = NULL;

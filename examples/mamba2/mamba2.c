@@ -302,7 +302,7 @@ static int load_module(Run *run, int which, const char *dir, const char *file) {
 /* The value of constant `name` in consts, else dflt (the .tile default). */
 static int const_of(const tile_const *c, int n, const char *name, int dflt) {
     for (int i = 0; i < n; i++)
-        if (!strcmp(c[i].name, name)) return c[i].is_float ? (int)c[i].f : (int)c[i].i;
+        if (!strcmp(c[i].name, name)) return c[i].kind == TILE_CONST_FLOAT ? (int)c[i].f : (int)c[i].i;
     return dflt;
 }
 
@@ -366,7 +366,7 @@ static int tune_kernel(Run *run, int which, const char *name, const tile_const *
     grid_for(run, which, best, nbest, run->grid[which]);
     printf("tune: %s:", name);
     for (int i = 0; i < nbest; i++) {
-        if (best[i].is_float) printf(" %s=%g", best[i].name, best[i].f);
+        if (best[i].kind == TILE_CONST_FLOAT) printf(" %s=%g", best[i].name, best[i].f);
         else printf(" %s=%lld", best[i].name, (long long)best[i].i);
     }
     if (stats.cache_hit) printf("  %.4f ms (cache hit)\n", stats.best_ms);

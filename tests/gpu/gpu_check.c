@@ -70,7 +70,7 @@ static bool parse_spec(const char *line, const char *dir, const char *tile_path,
             snprintf(s->const_names[s->nconsts], 64, "%s", k + 2);
             tile_const *c = &s->consts[s->nconsts];
             c->name = s->const_names[s->nconsts];
-            c->is_float = strpbrk(v, ".e") != NULL;
+            c->kind = strpbrk(v, ".e") != NULL ? TILE_CONST_FLOAT : TILE_CONST_INT;
             c->f = atof(v);
             c->i = strtoll(v, NULL, 0);
             s->nconsts++;

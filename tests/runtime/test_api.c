@@ -355,6 +355,45 @@ static void test_helpers(void) {
     CHECK(tile_ctx_backend(ctx) == TILE_BACKEND_CPU);
 }
 
+/* A kernel generic over its arrays' dtype: one specialisation per binding. */
+static void test_dtype_constants(void) {
+    static const char *src =
+        "kernel twice(x: T[N], y: T[N], const T: dtype = f32) {\n"
+        "    store(y, index=(bid(0),), tile=load(x, index=(bid(0),), shape=(16,)) * 2);\n"
+        "}\n";
+    tile_module *mod = NULL;
+    CHECK_ST(tile_module_load_string(ctx, "generic.tile", src, &mod), TILE_OK);
+    if (!mod) return;
+    tile_kernel *kf = NULL, *kb = NULL, *kd = NULL;
+    tile_const bf16 = tile_const_dtype("T", TILE_BF16), f32 = tile_const_dtype("T", TILE_F32);
+    CHECK_ST(tile_kernel_get(mod, "twice", &bf16, 1, &kb), TILE_OK);
+    CHECK_ST(tile_kernel_get(mod, "twice", &f32, 1, &kf), TILE_OK);
+    CHECK_ST(tile_kernel_get(mod, "twice", NULL, 0, &kd), TILE_OK);
+    CHECK(kb && kf && kb != kf && kd == kf);   /* the default is f32 */
+    /* bf16 arrays run the bf16 specialisation; f32 arrays are refused by it */
+    uint16_t x[16], y[16];
+    for (int i = 0; i < 16; i++) x[i] = (uint16_t)(0x3f80 + (i << 4));   /* 1, 1.125, ... exact in bf16 */
+    int64_t n = 16;
+    tile_arg args[2] = {tile_arg_array(tile_array_contiguous(x, TILE_BF16, 1, &n)),
+                        tile_arg_array(tile_array_contiguous(y, TILE_BF16, 1, &n))};
+    int grid[3] = {1, 1, 1};
+    CHECK_ST(tile_launch(kb, grid, args, 2, NULL), TILE_OK);
+    CHECK_ST(tile_synchronize(ctx), TILE_OK);
+    for (int i = 0; i < 16; i++) CHECK(y[i] == (uint16_t)(x[i] + 0x80));   /* times 2: exponent + 1 */
+    CHECK_ST(tile_launch(kf, grid, args, 2, NULL), TILE_ERR_INVALID_ARG);
+    CHECK_HAS(tile_ctx_last_error(ctx), "dtype bf16 given, f32 expected");
+    /* bad bindings */
+    tile_const number = {"T", TILE_CONST_INT, 3, 0}, bad_code = {"T", TILE_CONST_DTYPE, 99, 0},
+               bad_kind = {"T", 7, 0, 0};
+    CHECK_ST(tile_kernel_get(mod, "twice", &number, 1, &kd), TILE_ERR_COMPILE);
+    CHECK_HAS(tile_ctx_last_error(ctx), "constant 'T' is a dtype (bf16, f32, ...), but was given a number");
+    CHECK_ST(tile_kernel_get(mod, "twice", &bad_code, 1, &kd), TILE_ERR_INVALID_ARG);
+    CHECK_HAS(tile_ctx_last_error(ctx), "constant 'T': 99 is not a tile_dtype");
+    CHECK_ST(tile_kernel_get(mod, "twice", &bad_kind, 1, &kd), TILE_ERR_INVALID_ARG);
+    CHECK_HAS(tile_ctx_last_error(ctx), "kind 7 is none of int, float, dtype");
+    tile_module_release(mod);
+}
+
 int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "%s", argc > 1 ? argv[1] : ".");
     mkdir(dir, 0755);
@@ -373,6 +412,7 @@ int main(int argc, char **argv) {
         test_launch_vadd(mod);
         test_launch_scalars(mod);
     }
+    test_dtype_constants();
     test_launch_failure();
     test_release();
     test_memory_and_events();
