@@ -104,6 +104,14 @@ def case_relu_scale(rng):
                 {"out": (np.maximum(xb, 0) * 2, "bf16")})
 
 
+def case_relu_scale_f16(rng):                                    # the dtype constant T
+    n = 700
+    x = rng.standard_normal(n, np.float32).astype(np.float16)
+    return Case("vector_add.tile", "relu_scale", (2,),
+                {"x": x, "out": new("f16", n)},
+                {"out": (np.maximum(x.astype(np.float64), 0) * 2, "f16")}, defines=["T=f16"])
+
+
 def softmax_ref(x):
     x = x.astype(np.float64)
     e = np.exp(x - x.max(axis=1, keepdims=True))
