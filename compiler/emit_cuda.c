@@ -461,13 +461,15 @@ void ce_make_full(Emitter *E, int id) {
  * the others does, completed to a full layout if one of those must be made
  * in it; the rest are converted.  An operand made again gets registers for
  * this use alone: its old ones are kept in saved[i] (restore_operands). */
+enum { REMAT_OPERANDS = 8 };   /* operands of one op that may be made again (element-wise: 3) */
+
 static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool need_full, Val *saved) {
-    bool cheap[8] = {false}, any_cheap = false;
-    for (int i = 0; i < n && i < 8; i++) any_cheap |= cheap[i] = saved && ce_remat_cheap(E, ids[i]);
+    bool cheap[REMAT_OPERANDS] = {false}, any_cheap = false;
+    for (int i = 0; i < n && i < REMAT_OPERANDS; i++) any_cheap |= cheap[i] = saved && ce_remat_cheap(E, ids[i]);
     int best = -1;
     for (int pass = 0; pass < 2 && best < 0; pass++)
         for (int i = 0; i < n; i++) {
-            if (pass == 0 && i < 8 && cheap[i]) continue;
+            if (pass == 0 && i < REMAT_OPERANDS && cheap[i]) continue;
             int l = ce_val(E, ids[i])->lay;
             if (best < 0 || lay_mapped_bits(ce_lay(E, l)) > lay_mapped_bits(ce_lay(E, best))) best = l;
         }
@@ -477,7 +479,7 @@ static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool 
     bool remat_needed = false;
     for (int i = 0; i < n && ok; i++) {
         bool fits = lay_compatible(ce_lay(E, ce_val(E, ids[i])->lay), ce_lay(E, best));
-        if (!fits && i < 8 && cheap[i]) remat_needed = true;
+        if (!fits && i < REMAT_OPERANDS && cheap[i]) remat_needed = true;
         else ok = fits;
     }
     int b = best;
@@ -494,7 +496,7 @@ static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool 
         if (lay_compatible(ce_lay(E, v->lay), ce_lay(E, b))) continue;
         const char *name;
         int lay;
-        if (i < 8 && cheap[i] && ce_remat(E, ids[i], b, &name, &lay)) {
+        if (i < REMAT_OPERANDS && cheap[i] && ce_remat(E, ids[i], b, &name, &lay)) {
             saved[i] = *v;
             v->name = name;
             v->lay = lay;
@@ -508,7 +510,7 @@ static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool 
 
 /* Gives operands made again by common_layout their first registers back. */
 static void restore_operands(Emitter *E, const int *ids, int n, const Val *saved) {
-    for (int i = 0; i < n && i < 8; i++)
+    for (int i = 0; i < n && i < REMAT_OPERANDS; i++)
         if (saved[i].name) *ce_val(E, ids[i]) = saved[i];
 }
 
@@ -838,6 +840,13 @@ void ce_fit_operand(Emitter *E, int id, const Type *t) {
     v->lay = ce_relabel(E, ce_lay(E, v->lay), t->rank, t->shape, none);
 }
 
+/* Registers `name` (declared here) of arange in layout `lay`: each its coordinate. */
+void ce_emit_arange(Emitter *E, DType t, int lay, const char *name) {
+    ce_decl(E, t, name, lay);
+    for (int r = 0; r < ce_nregs(E, lay); r++)
+        ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), ce_ew_cast(E, DT_I32, t, ce_coord(E, lay, r, 0)));
+}
+
 /* The C expression of element-wise `op` on one register of each operand. */
 const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs) {
     DType rt = ce_vdt(E, op->result), at = ce_vdt(E, op->args[0]);
@@ -861,7 +870,7 @@ const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs) {
 static void emit_elementwise(Emitter *E, const IrOp *op) {
     const Type *t = ce_vtype(E, op->result);
     for (int i = 0; i < op->nargs; i++) ce_fit_operand(E, op->args[i], t);
-    Val saved[8];
+    Val saved[REMAT_OPERANDS];
     memset(saved, 0, sizeof saved);
     int lay = common_layout(E, op->args, op->nargs, t, false, E->opt_remat ? saved : NULL);
     const char *name = ce_fresh(E, "v");
@@ -1281,13 +1290,10 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         emit_scalar_def(E, op, ce_fmt_str(E, "(%s)gridDim.%c", ce_ctype(ce_vdt(E, op->result)), "xyz"[op->axis & 3]));
         return;
     case OP_ARANGE: {
-        const Type *t = ce_vtype(E, op->result);
-        int lay = ce_blocked(E, t, -1);
+        int lay = ce_blocked(E, ce_vtype(E, op->result), -1);
         const char *name = ce_fresh(E, "v");
         ce_set_val(E, op->result, name, lay);
-        ce_decl(E, t->dtype, name, lay);
-        for (int r = 0; r < ce_nregs(E, lay); r++)
-            ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), ce_ew_cast(E, DT_I32, t->dtype, ce_coord(E, lay, r, 0)));
+        ce_emit_arange(E, ce_vdt(E, op->result), lay, name);
         return;
     }
     case OP_NEG: case OP_NOT: case OP_BITNOT: case OP_ABS: case OP_EXP: case OP_EXP2: case OP_LOG:

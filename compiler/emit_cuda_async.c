@@ -334,31 +334,35 @@ static void emit_single(Emitter *E, const IrOp *ld) {
 
 /* A pipelined load read into registers: the blocked layout a plain load
  * gives, from this iteration's buffer (zero-filled where the array ends). */
-static void emit_readback(Emitter *E, const IrOp *ld, const char *buf) {
-    const Type *t = ce_vtype(E, ld->result);
+void ce_async_read(Emitter *E, int lv, int lay, const char *name) {
+    const Type *t = ce_vtype(E, lv);
     DType dt = t->dtype;
     int row, col;
-    load_axes(ld, t, &row, &col);
-    int lay = ce_blocked(E, t, col), pitch = E->async_pitch[ld->result];
-    const char *name = ce_fresh(E, "v");
-    ce_set_val(E, ld->result, name, lay);
+    load_axes(E->f->values[lv].def, t, &row, &col);
+    int pitch = E->async_pitch[lv];
     ce_decl(E, dt, name, lay);
     int V = ce_vector_width(E, lay, col, 16 / ce_regsize(dt));
     for (int r = 0; r < ce_nregs(E, lay); r += V) {
         const char *at = row >= 0 ? ce_fmt_str(E, "%s * %d + %s", ce_coord(E, lay, r, row), pitch, ce_coord(E, lay, r, col))
                                   : ce_coord(E, lay, r, col);
-        const char *ptr = ce_fmt_str(E, "((const %s *)%s + %s)", ce_ctype(dt), buf, at);
+        const char *ptr = ce_fmt_str(E, "((const %s *)%s + %s)", ce_ctype(dt), E->async_ptr[lv], at);
         if (V > 1) ce_vec_load(E, dt, ptr, name, lay, r, V);
         else ce_out(E, "%s = *%s;", ce_reg(E, name, lay, r), ptr);
     }
+}
+
+static void emit_readback(Emitter *E, const IrOp *ld, const char *buf) {
+    const Type *t = ce_vtype(E, ld->result);
+    int row, col;
+    load_axes(ld, t, &row, &col);
+    int lay = ce_blocked(E, t, col);
+    const char *name = ce_fresh(E, "v");
     /* a use that wants another layout reads the buffer again (emit_cuda_remat.c);
      * registers nobody reads cost nothing (ptxas drops them) */
     E->async_ptr[ld->result] = buf;
     E->readback_loop[ld->result] = E->pipe.loop;
-}
-
-void ce_async_load_axes(Emitter *E, const IrOp *ld, int *row, int *col) {
-    load_axes(ld, ce_vtype(E, ld->result), row, col);
+    ce_set_val(E, ld->result, name, lay);
+    ce_async_read(E, ld->result, lay, name);
 }
 
 static int pipe_index(Emitter *E, const IrOp *ld) {

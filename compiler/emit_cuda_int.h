@@ -156,12 +156,14 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i);
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save);
 bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out);
 const Layout *ce_lay(Emitter *E, int id);
-/* The load's tile axes that run along its buffer's rows and columns. */
-void ce_async_load_axes(Emitter *E, const IrOp *ld, int *row, int *col);
+/* Registers `name` of pipelined load `lv` in layout `lay`, read from this
+ * iteration's buffer (E->async_ptr[lv]); declares them. */
+void ce_async_read(Emitter *E, int lv, int lay, const char *name);
 
 /* shared by the emitter's files */
 int ce_relabel(Emitter *E, const Layout *src, int rank, const int *shape, const int *src_bit_of);
 const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs);
+void ce_emit_arange(Emitter *E, DType t, int lay, const char *name);
 
 /* emit_cuda_remat.c: values made again in the layout a use needs */
 bool ce_remat_cheap(Emitter *E, int id);

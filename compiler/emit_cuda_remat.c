@@ -18,21 +18,6 @@
 
 enum { REMAT_BUDGET = 8 };
 
-static bool is_elementwise(OpId op) {
-    switch (op) {
-    case OP_NEG: case OP_NOT: case OP_BITNOT: case OP_ABS: case OP_EXP: case OP_EXP2: case OP_LOG:
-    case OP_LOG2: case OP_SQRT: case OP_RSQRT: case OP_FLOOR: case OP_CEIL: case OP_SIN: case OP_COS:
-    case OP_TANH: case OP_SIGMOID: case OP_ISNAN: case OP_CAST:
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: case OP_MAXIMUM: case OP_MINIMUM:
-    case OP_POW: case OP_CDIV: case OP_LT: case OP_LE: case OP_GT: case OP_GE: case OP_EQ: case OP_NE:
-    case OP_LAND: case OP_LOR: case OP_BITAND: case OP_BITOR: case OP_BITXOR: case OP_SHL: case OP_SHR:
-    case OP_WHERE:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static bool one_element(Emitter *E, int id) { return type_numel(ce_vtype(E, id)) == 1; }
 
 /* Ops needed to make `id` again, or -1 when it cannot be (or costs more). */
@@ -45,7 +30,7 @@ static int cost(Emitter *E, int id, int budget) {
     if (d->op == OP_LOAD)
         return E->readback_loop && E->readback_loop[id] && E->readback_loop[id] == E->pipe.loop ? 1 : -1;
     if (d->op == OP_RESHAPE || d->op == OP_PERMUTE || d->op == OP_BROADCAST) return cost(E, d->args[0], budget);
-    if (!is_elementwise(d->op)) return -1;
+    if (!ir_op_is_elementwise(d->op)) return -1;
     int total = 1;
     for (int a = 0; a < d->nargs; a++) {
         int c = cost(E, d->args[a], budget - total);
@@ -58,26 +43,6 @@ static int cost(Emitter *E, int id, int budget) {
 bool ce_remat_cheap(Emitter *E, int id) { return !one_element(E, id) && cost(E, id, REMAT_BUDGET) > 0; }
 
 /* Reads the pipelined load `id` from this iteration's buffer in layout w. */
-static void read_buffer(Emitter *E, int id, int w, const char **name) {
-    const IrOp *ld = E->f->values[id].def;
-    const Type *t = ce_vtype(E, id);
-    DType dt = t->dtype;
-    int row, col;
-    ce_async_load_axes(E, ld, &row, &col);
-    int pitch = E->async_pitch[id];
-    *name = ce_fresh(E, "m");
-    ce_out(E, "/* read again from its buffer, in the layout this use needs */");
-    ce_decl(E, dt, *name, w);
-    int V = ce_vector_width(E, w, col, 16 / ce_regsize(dt));
-    for (int r = 0; r < ce_nregs(E, w); r += V) {
-        const char *at = row >= 0 ? ce_fmt_str(E, "%s * %d + %s", ce_coord(E, w, r, row), pitch, ce_coord(E, w, r, col))
-                                  : ce_coord(E, w, r, col);
-        const char *ptr = ce_fmt_str(E, "((const %s *)%s + %s)", ce_ctype(dt), E->async_ptr[id], at);
-        if (V > 1) ce_vec_load(E, dt, ptr, *name, w, r, V);
-        else ce_out(E, "%s = *%s;", ce_reg(E, *name, w, r), ptr);
-    }
-}
-
 /* Bit positions of view result `op` (layout w) that each operand bit comes
  * from; returns false for ops that are not views. */
 static void view_positions(Emitter *E, const IrOp *op, int *pos_of_src, int *src_of_res) {
@@ -108,14 +73,14 @@ bool ce_remat(Emitter *E, int id, int want, const char **name, int *lay) {
     if (d->op == OP_ARANGE) {
         *lay = want;
         *name = ce_fresh(E, "m");
-        ce_decl(E, t->dtype, *name, want);
-        for (int r = 0; r < ce_nregs(E, want); r++)
-            ce_out(E, "%s = %s;", ce_reg(E, *name, want, r), ce_ew_cast(E, DT_I32, t->dtype, ce_coord(E, want, r, 0)));
+        ce_emit_arange(E, t->dtype, want, *name);
         return true;
     }
     if (d->op == OP_LOAD) {
         *lay = want;
-        read_buffer(E, id, want, name);
+        *name = ce_fresh(E, "m");
+        ce_out(E, "/* read again from its buffer, in the layout this use needs */");
+        ce_async_read(E, id, want, *name);
         return true;
     }
     if (d->op == OP_RESHAPE || d->op == OP_PERMUTE || d->op == OP_BROADCAST) {

@@ -15,6 +15,11 @@ const OpInfo ir_op_info[OP_COUNT] = {
 #undef OP
 };
 
+bool ir_op_is_elementwise(OpId op) {
+    OpRule r = ir_op_info[op].rule;
+    return r >= RULE_UNARY_NUM && r <= RULE_WHERE;
+}
+
 const char *padding_name(Padding p) {
     switch (p) {
     case PAD_ZERO: return "zero";

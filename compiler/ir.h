@@ -65,6 +65,9 @@ typedef struct OpInfo {
     const char *meaning;
 } OpInfo;
 extern const OpInfo ir_op_info[OP_COUNT];
+/* Element-wise: one result element from the same element of each operand
+ * (the rule families RULE_UNARY_NUM .. RULE_WHERE). */
+bool ir_op_is_elementwise(OpId op);
 
 /* Padding of out-of-range load / gather elements. */
 typedef enum Padding { PAD_ZERO, PAD_NAN, PAD_POS_INF, PAD_NEG_INF } Padding;
