@@ -7,7 +7,10 @@
 # from cuobjdump) and counts the instructions that matter (HMMA, LDGSTS, LDSM, 128-bit
 # LDG/STG) in the SASS.
 #   bash bench/profile_gpu.sh [mamba2 shape flags...]
-# Default shape: --batch 8 --seqlen 4096 --heads 80 --headdim 64 --dstate 128 --dtype bf16.
+# Default shape: the anchor (8, 4096, 80, 64, 128, 1, 256) bf16.
+# PROFILE_SOURCE=REGEX: also a source-level profile of the kernels matching REGEX
+# (second forward's launches): per-SASS-instruction stall samples in
+# $OUT/source_<kernel>.csv and the hottest instructions printed.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${TILEC_GPU_BUILD:-/tmp/build}
@@ -25,7 +28,7 @@ if [ -z "${PROFILE_SKIP_BUILD:-}" ]; then
 fi
 M2=$BUILD/examples/mamba2/mamba2
 SHAPE=("$@")
-[ ${#SHAPE[@]} -eq 0 ] && SHAPE=(--batch 8 --seqlen 4096 --heads 80 --headdim 64 --dstate 128 --dtype bf16)
+[ ${#SHAPE[@]} -eq 0 ] && SHAPE=(--batch 8 --seqlen 4096 --heads 80 --headdim 64 --dstate 128 --groups 1 --chunk 256 --dtype bf16)
 echo "== mamba2 --bench ${SHAPE[*]}"
 "$M2" "${SHAPE[@]}" --backend cuda --bench --iters 20 2>&1 | tail -12
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -47,6 +50,17 @@ for f in $(find "$TILE_CACHE_DIR" -type f -newer /tmp/tilec-build.log 2>/dev/nul
     printf '%-34s %s HMMA=%d LDGSTS=%d LDSM=%d LDG128=%d STG=%d STG128=%d BAR=%d\n' "$name" "$res" \
       $(grep -c HMMA /tmp/sass.txt) $(grep -c LDGSTS /tmp/sass.txt) $(grep -c LDSM /tmp/sass.txt) \
       $(grep -c 'LDG.E.128' /tmp/sass.txt) $(grep -c 'STG.E' /tmp/sass.txt) $(grep -c 'STG.E.128' /tmp/sass.txt) $(grep -c 'BAR.SYNC' /tmp/sass.txt)
-    cp /tmp/sass.txt "$OUTDIR/$name.sass" 2>/dev/null
+    case "$name" in *compute_out*|*fwd_pass_state*|*chunk_*) cp /tmp/sass.txt "$OUTDIR/$name.sass" 2>/dev/null;; esac
   fi
 done
+if [ -n "${PROFILE_SOURCE:-}" ]; then
+  echo "== source-level stalls ($PROFILE_SOURCE)"
+  "$NCU" --clock-control none --kernel-name "regex:$PROFILE_SOURCE" --launch-skip 2 --launch-count 2 \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight --section Occupancy \
+    --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section LaunchStats \
+    --import-source no -f -o "$OUTDIR/src" \
+    "$M2" "${SHAPE[@]}" --backend cuda --bench --iters 1 --warmup 1 > "$OUTDIR/ncu_src.txt" 2>&1
+  "$NCU" --import "$OUTDIR/src.ncu-rep" --page details --csv > "$OUTDIR/details.csv" 2>&1
+  "$NCU" --import "$OUTDIR/src.ncu-rep" --page source --csv --print-source sass > "$OUTDIR/source.csv" 2>&1
+  head -c 600 "$OUTDIR/source.csv"; echo; wc -c "$OUTDIR/source.csv" "$OUTDIR/details.csv"
+fi

@@ -597,19 +597,25 @@ typedef struct MemView {
     int arr, rank, lay;
     const char *base[TILE_MAX_RANK];   /* per view axis: first index of the tile (+ thread part) */
     int axis[TILE_MAX_RANK];           /* view axis -> array axis */
+    const char *inside;                /* the whole tile lies inside the array (block-uniform) */
 } MemView;
 
 static void memview_init(Emitter *E, MemView *mv, const IrOp *op, int lay, int arr, const Type *t) {
     mv->arr = arr;
     mv->rank = t->rank;
     mv->lay = lay;
+    Buf in = {0};
+    ce_buf_printf(&in, "true");
     for (int d = 0; d < t->rank; d++) {
         mv->axis[d] = op->nints == t->rank ? op->ints[d] : d;
-        const char *b = ce_fresh(E, "b");
-        ce_out(E, "const long long %s = (long long)%s * %d + %s;", b, ce_vreg(E, op->args[d], 0), t->shape[d],
-            ce_thread_coord(E, lay, d));
+        const char *o = ce_fresh(E, "o"), *b = ce_fresh(E, "b");
+        ce_out(E, "const long long %s = (long long)%s * %d;", o, ce_vreg(E, op->args[d], 0), t->shape[d]);
+        ce_out(E, "const long long %s = %s + %s;", b, o, ce_thread_coord(E, lay, d));
+        ce_buf_printf(&in, " && %s >= 0 && %s + %d <= (long long)p%d_n%d", o, o, t->shape[d], arr, mv->axis[d]);
         mv->base[d] = b;
     }
+    mv->inside = ce_fmt_str(E, "%s", in.p);
+    free(in.p);
 }
 
 /* The in-bounds test and the element offset (in the array's offset type) of
@@ -695,6 +701,22 @@ void ce_emit_load(Emitter *E, const IrOp *op) {
     if (can_vectorise(E, arr, dt) && mv.axis[fast] == t->rank - 1)
         V = ce_vector_width(E, lay, fast, 16 / ce_regsize(dt));
     const char *pad = pad_value(E, dt, op->flag);
+    /* Most tiles lie wholly inside their array: one block-uniform test, then
+     * accesses without per-element checks; the checked path handles edges. */
+    ce_out(E, "if (%s) {", mv.inside);
+    E->indent++;
+    for (int r = 0; r < ce_nregs(E, lay); r += V) {
+        const char *inb, *off;
+        memview_elem(E, &mv, r, &inb, &off);
+        if (V > 1) {
+            ce_vec_load(E, dt, ce_fmt_str(E, "p%d + (%s)", arr, off), name, lay, r, V);
+            continue;
+        }
+        ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), from_mem(E, dt, ce_fmt_str(E, "p%d[%s]", arr, off)));
+    }
+    E->indent--;
+    ce_out(E, "} else {");
+    E->indent++;
     for (int r = 0; r < ce_nregs(E, lay); r += V) {
         const char *inb, *off;
         memview_elem(E, &mv, r, &inb, &off);
@@ -715,6 +737,8 @@ void ce_emit_load(Emitter *E, const IrOp *op) {
         }
         if (V > 1) E->indent--, ce_out(E, "}");
     }
+    E->indent--;
+    ce_out(E, "}");
     E->indent--;
     ce_out(E, "}");
 }
@@ -738,6 +762,17 @@ static void emit_store(Emitter *E, const IrOp *op) {
     int V = 1;
     if (can_vectorise(E, arr, dt) && mv.axis[fast] == rank - 1)
         V = ce_vector_width(E, lay, fast, 16 / ce_regsize(dt));
+    ce_out(E, "if (%s) {", mv.inside);   /* the whole tile inside: no per-element checks */
+    E->indent++;
+    for (int r = 0; r < ce_nregs(E, lay); r += V) {
+        const char *inb, *off;
+        memview_elem(E, &mv, r, &inb, &off);
+        if (V > 1) ce_vec_store(E, dt, ce_fmt_str(E, "p%d + (%s)", arr, off), v->name, lay, r, V);
+        else ce_out(E, "p%d[%s] = %s;", arr, off, to_mem(E, dt, ce_reg(E, v->name, lay, r)));
+    }
+    E->indent--;
+    ce_out(E, "} else {");
+    E->indent++;
     for (int r = 0; r < ce_nregs(E, lay); r += V) {
         const char *inb, *off;
         memview_elem(E, &mv, r, &inb, &off);
@@ -757,6 +792,8 @@ static void emit_store(Emitter *E, const IrOp *op) {
         }
         if (V > 1) E->indent--, ce_out(E, "}");
     }
+    E->indent--;
+    ce_out(E, "}");
     if (own) E->indent--, ce_out(E, "}");
     E->indent--;
     ce_out(E, "}");
@@ -847,6 +884,28 @@ void ce_emit_arange(Emitter *E, DType t, int lay, const char *name) {
         ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), ce_ew_cast(E, DT_I32, t, ce_coord(E, lay, r, 0)));
 }
 
+/* Whether integer value `id` is known to be >= 0: block indices, grid and
+ * array extents, non-negative constants, loop counters counting up from one,
+ * and quotients, remainders, minima and maxima of those.  Sums and products
+ * are left out: they could wrap. */
+static bool known_nonneg(Emitter *E, int id, int depth) {
+    if (id < 0 || depth > 12) return false;
+    const IrOp *d = E->f->values[id].def;
+    if (!d || !dtype_is_int(ce_vdt(E, id))) return false;
+    switch (d->op) {
+    case OP_BID: case OP_NUM_BLOCKS: case OP_ARRAY_DIM: return true;
+    case OP_CONST: return d->lit.i >= 0;
+    case OP_DIV: case OP_MOD: case OP_CDIV: case OP_MINIMUM:
+        return known_nonneg(E, d->args[0], depth + 1) && known_nonneg(E, d->args[1], depth + 1);
+    case OP_MAXIMUM: return known_nonneg(E, d->args[0], depth + 1) || known_nonneg(E, d->args[1], depth + 1);
+    case OP_FOR: {   /* lo, hi, step: counting up from lo >= 0 */
+        const IrOp *st = E->f->values[d->args[2]].def;
+        return known_nonneg(E, d->args[0], depth + 1) && st && st->op == OP_CONST && st->lit.i > 0;
+    }
+    default: return false;
+    }
+}
+
 /* The C expression of element-wise `op` on one register of each operand. */
 const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs) {
     DType rt = ce_vdt(E, op->result), at = ce_vdt(E, op->args[0]);
@@ -862,6 +921,11 @@ const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs) {
         return op->op != OP_ISNAN && op->op != OP_NOT ? ce_ew_cast(E, at, rt, x) : x;
     }
     const char *b = ce_ew_cast(E, ce_vdt(E, op->args[1]), at, regs[1]);
+    if ((op->op == OP_DIV || op->op == OP_MOD || op->op == OP_CDIV) && dtype_is_int(at) && rt == at &&
+        known_nonneg(E, op->args[0], 0) && known_nonneg(E, op->args[1], 0)) {
+        const char *fn = op->op == OP_DIV ? "tile_udiv" : op->op == OP_MOD ? "tile_umod" : "tile_ucdiv";
+        return ce_fmt_str(E, "%s<%s, %s>(%s, %s)", fn, ce_ctype(at), unsigned_of(at), a, b);
+    }
     const char *x = ce_ew_binary(E, op->op, at, a, b);
     bool logical = op->op >= OP_LT && op->op <= OP_LOR;
     return logical ? x : ce_ew_cast(E, at, rt, x);
@@ -1523,6 +1587,10 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * (to measure what it gives; docs/performance.md) */
     const char *no_remat = getenv("TILEC_NO_REMAT");
     E.opt_remat = !(no_remat && *no_remat && strcmp(no_remat, "0") != 0);
+    /* TILEC_NO_READBACK_PIPE=1: loads read into registers stay out of the
+     * cp.async pipelines (only mma operands ride them); an experiment knob */
+    const char *no_rb = getenv("TILEC_NO_READBACK_PIPE");
+    E.opt_readback_pipe = !(no_rb && *no_rb && strcmp(no_rb, "0") != 0);
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);

@@ -484,7 +484,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         const IrOp *o = loop->body->ops[k];
         if (o->op != OP_LOAD || writes_array(loop->body, o->array)) continue;
         bool direct = ce_async_is_load(E, o->result);
-        if (!direct && !(mma_loop && load_qualifies(E, o))) continue;
+        if (!direct && !(mma_loop && E->opt_readback_pipe && load_qualifies(E, o))) continue;
         bool ok = true;
         for (int a = 0; a < o->nargs && ok; a++) ok = recomputable(E, loop, o->args[a], E->pipe_chain, 0);
         if (!ok) continue;

@@ -93,6 +93,14 @@ template <typename T> TILE_DEV T tile_icdiv(T a, T b) {
     if (!tile_signed<T>()) return (T)(q + (m != 0));
     return (T)(q + (m != 0 && ((m > 0) == (b > 0))));
 }
+/* The same three on operands the emitter knows are >= 0 (block indices,
+ * extents, constants and their quotients): unsigned division is shorter, and
+ * no sign fix-ups are needed.  U is T's unsigned type. */
+template <typename T, typename U> TILE_DEV T tile_udiv(T a, T b) { return b == (T)0 ? (T)0 : (T)((U)a / (U)b); }
+template <typename T, typename U> TILE_DEV T tile_umod(T a, T b) { return b == (T)0 ? (T)0 : (T)((U)a % (U)b); }
+template <typename T, typename U> TILE_DEV T tile_ucdiv(T a, T b) {
+    return b == (T)0 ? (T)0 : (T)((U)a / (U)b + ((U)a % (U)b != 0));
+}
 /* Shift counts are clamped to the width, as PTX shl / shr do. */
 template <typename T> TILE_DEV T tile_shl(T a, T b) {
     const unsigned long long bits = sizeof(T) * 8;
