@@ -28,7 +28,9 @@ static const char usage_text[] =
     "  inputs:  --dtype bf16|f16|f32  --seed N  --dt-softplus  --dt-min X --dt-max X\n"
     "           --z  --D none|heads|headdim  --dt-bias  --initial-states   (random inputs)\n"
     "           --inputs DIR   read x.npy dt.npy A.npy B.npy C.npy [D z dt_bias initial_states].npy\n"
-    "  run:     --backend cpu|cuda  --precision tf32|fp32  --state-dtype f32|bf16\n"
+    "  run:     --backend cpu|cuda  --precision tf32|fp32\n"
+    "           --state-dtype f32|bf16 (of the per-chunk states; default bf16 for bf16 inputs\n"
+    "           without --carry tf32, which give the same y either way, else f32)\n"
     "  output:  --save DIR (y.npy, final_states.npy)  --save-inputs DIR\n"
     "  check:   --check  --tol X  --check-pairs N\n"
     "  bench:   --bench  --iters N  --warmup N\n"
@@ -51,6 +53,7 @@ typedef struct Config {
     const char *inputs_dir, *save_dir, *save_inputs_dir, *backend;
     int check, bench, iters, warmup, check_pairs;
     int tune, verbose;        /* --tune, --verbose */
+    int state_dtype_given;    /* --state-dtype given; else bf16 for bf16 inputs, f32 otherwise */
     double tol;               /* <= 0: the default of the dtype and precision */
 } Config;
 
@@ -179,6 +182,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
             else if (!strcmp(value, "f32")) cfg->opt.dtype = TILE_F32;
             else { fprintf(stderr, "mamba2: --dtype expects bf16, f16 or f32, got '%s'\n", value); rc = -1; }
         } else if (!strcmp(flag, "--state-dtype")) {
+            cfg->state_dtype_given = 1;
             if (!strcmp(value, "f32")) cfg->opt.state_dtype = TILE_F32;
             else if (!strcmp(value, "bf16")) cfg->opt.state_dtype = TILE_BF16;
             else { fprintf(stderr, "mamba2: --state-dtype expects f32 or bf16, got '%s'\n", value); rc = -1; }
@@ -198,6 +202,12 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         if (rc) return EXIT_USAGE;
     }
     if (!any_action) cfg->check = 1;
+    /* States default to bf16 for bf16 inputs: kernel 3 rounds them to bf16
+     * for its mma anyway, so y is the same bit for bit (tested), and the
+     * states' bytes halve (mamba_ssm also passes states in the inputs' dtype).
+     * --carry tf32 reads them as f32, so keeps f32; so do f16 and f32 inputs. */
+    if (!cfg->state_dtype_given)
+        cfg->opt.state_dtype = cfg->opt.dtype == TILE_BF16 && !cfg->opt.carry_tf32 ? TILE_BF16 : TILE_F32;
     if (cfg->opt.dt_min > cfg->opt.dt_max) {
         fprintf(stderr, "mamba2: --dt-min %g is larger than --dt-max %g\n", cfg->opt.dt_min, cfg->opt.dt_max);
         return EXIT_USAGE;

@@ -56,7 +56,8 @@ typedef struct M2Options {
     int block_n_state, block_n_out;  /* dstate slices of kernels 2 and 3; 0 = the default */
     int block_k;                     /* tokens per mma step of kernel 2; 0 = 64 */
     int warps_state, warps_out;      /* num_warps of kernels 2 and 3; 0 = the compiler's choice */
-    int block_m;                     /* tokens per row block of kernel 3 (and of its scores); 0 = 64 */
+    int block_m;                     /* tokens per row block of kernel 3 (and of its scores); 0 = 128 for
+                                        16-bit inputs, 64 for f32 */
     int carry_tf32;                  /* --carry tf32: kernel 3's C·h_cᵀ in tf32 (16-bit inputs) */
 } M2Options;
 
