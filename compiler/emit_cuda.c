@@ -1587,10 +1587,11 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * (to measure what it gives; docs/performance.md) */
     const char *no_remat = getenv("TILEC_NO_REMAT");
     E.opt_remat = !(no_remat && *no_remat && strcmp(no_remat, "0") != 0);
-    /* TILEC_NO_READBACK_PIPE=1: loads read into registers stay out of the
-     * cp.async pipelines (only mma operands ride them); an experiment knob */
-    const char *no_rb = getenv("TILEC_NO_READBACK_PIPE");
-    E.opt_readback_pipe = !(no_rb && *no_rb && strcmp(no_rb, "0") != 0);
+    /* TILEC_READBACK_MAX_BYTES=N: the largest tile read into registers that
+     * rides a cp.async pipeline (default READBACK_MAX_BYTES; 0: none do); an
+     * experiment knob */
+    const char *rb = getenv("TILEC_READBACK_MAX_BYTES");
+    E.readback_max_bytes = rb && *rb ? atoll(rb) : -1;
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);

@@ -25,10 +25,17 @@
  *
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,
- * zero padding, at most two non-unit axes, one of them contiguous): cp.async
- * into their own buffers ahead of time, then, where the load stands, a read
- * of this iteration's buffer into registers (16-byte shared-memory loads), so
- * no iteration waits on global memory.
+ * zero padding, at most two non-unit axes, one of them contiguous), all of
+ * them or none: none when one tile is over READBACK_MAX_BYTES.  Riding it,
+ * they are copied with cp.async into their own buffers ahead of time, then,
+ * where the load stands, read from this iteration's buffer into registers
+ * (16-byte shared-memory loads), so no iteration waits on global memory.
+ * Otherwise they load straight into registers.  The rule is measured, on the
+ * H200 (Mamba-2 anchor, 2026-12-01): compute_out's 128 x 64 f32 scores (32 KB
+ * a step) 1.27 ms straight to registers, 1.87 ms with only its small vectors
+ * riding, about 2 ms all riding; its tf32 kernel's 64 x 64 scores (16 KB)
+ * 2.03 ms riding, 2.58 / 2.27 ms not; fwd_pass_state's 4 KB tiles 0.47 ms
+ * riding, 0.63-0.69 ms not.
  *
  * Shared memory: async buffers sit after the scratch area that conversions
  * and register-staged operands use (`tile_async` in the kernel); they are
@@ -45,6 +52,8 @@ enum { ASYNC_NONE, ASYNC_LOAD, ASYNC_VIEW };
 /* Pipelines stop growing (fewer stages, then none) at this much shared memory
  * for all async buffers in use: more would cost occupancy than it buys. */
 #define ASYNC_BUDGET (100 * 1024)
+/* The largest tile read back into registers that rides a pipeline. */
+#define READBACK_MAX_BYTES (16 * 1024)
 
 /* ---- analysis (once per kernel) ------------------------------------------------ */
 
@@ -480,11 +489,24 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     int stages = 0;
     int64_t bytes = 0;
     bool mma_loop = contains_mma(loop->body);
+    /* what an earlier pass over this loop decided is not this pass's */
+    for (int k = 0; k < loop->body->nops; k++)
+        if (loop->body->ops[k]->op == OP_LOAD) E->readback_loop[loop->body->ops[k]->result] = NULL;
+    /* register-read loads ride the pipeline all together or not at all */
+    int64_t rb_max = E->readback_max_bytes >= 0 ? E->readback_max_bytes : READBACK_MAX_BYTES;
+    bool readback = mma_loop;
+    for (int k = 0; k < loop->body->nops; k++) {
+        const IrOp *o = loop->body->ops[k];
+        if (o->op == OP_LOAD && !ce_async_is_load(E, o->result) && load_qualifies(E, o) &&
+            !writes_array(loop->body, o->array) &&
+            type_numel(ce_vtype(E, o->result)) * ce_regsize(ce_vdt(E, o->result)) > rb_max)
+            readback = false;
+    }
     for (int k = 0; k < loop->body->nops && E->pipe.n < ASYNC_MAX_PIPE; k++) {
         const IrOp *o = loop->body->ops[k];
         if (o->op != OP_LOAD || writes_array(loop->body, o->array)) continue;
         bool direct = ce_async_is_load(E, o->result);
-        if (!direct && !(mma_loop && E->opt_readback_pipe && load_qualifies(E, o))) continue;
+        if (!direct && !(readback && load_qualifies(E, o))) continue;
         bool ok = true;
         for (int a = 0; a < o->nargs && ok; a++) ok = recomputable(E, loop, o->args[a], E->pipe_chain, 0);
         if (!ok) continue;

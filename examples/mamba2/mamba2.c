@@ -37,6 +37,7 @@ static const char usage_text[] =
     "  tiles:   --block-n-state N  --block-n-out N   (dstate slice of kernels 2 and 3)\n"
     "           --block-k N (tokens per mma step of kernel 2)  --warps-state N  --warps-out N\n"
     "           --block-m N (tokens per row block of kernel 3, up to the chunk)\n"
+    "           --block-k-out N (tokens per causal step of kernel 3, up to --block-m)\n"
     "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
     "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
@@ -154,6 +155,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--block-n-state")) rc = parse_pow2(flag, value, &cfg->opt.block_n_state);
         else if (!strcmp(flag, "--block-n-out")) rc = parse_pow2(flag, value, &cfg->opt.block_n_out);
         else if (!strcmp(flag, "--block-k")) rc = parse_pow2(flag, value, &cfg->opt.block_k);
+        else if (!strcmp(flag, "--block-k-out")) rc = parse_pow2(flag, value, &cfg->opt.block_k_out);
         else if (!strcmp(flag, "--block-m")) rc = parse_pow2(flag, value, &cfg->opt.block_m);
         else if (!strcmp(flag, "--carry")) {
             if (strcmp(value, "tf32") && strcmp(value, "operand")) {
@@ -451,6 +453,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
      * vs 2.62 ms in tf32: 128 rows of f32 scores leave one block per SM). */
     const int block_m = min_int(o->block_m ? o->block_m : dt == TILE_F32 ? 64 : 128, Q);
     const int block_k = min_int(o->block_k ? o->block_k : 64, Q);
+    const int block_k_out = min_int(o->block_k_out ? o->block_k_out : 64, block_m);
 
     /* The plain run's constants.  --tune holds only what the run fixes (the
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches
@@ -472,14 +475,16 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (o->block_k) f2[nf2++] = (tile_const){"BLOCK_K", 0, block_k, 0};
     if (o->block_n_state) f2[nf2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
 
-    tile_const c3[8] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0},
-                        {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_out, 0}};
-    tile_const f3[8] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0}};
-    int n3 = 6, nf3 = 3;
+    tile_const c3[12] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0},
+                        {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_out, 0},
+                        {"BLOCK_K", 0, block_k_out, 0}};
+    tile_const f3[12] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0}};
+    int n3 = 7, nf3 = 3;
     if (dt == TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"TF32", 0, tf32, 0};
     if (o->warps_out) c3[n3++] = f3[nf3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
     if (o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
     if (o->block_m) f3[nf3++] = (tile_const){"BLOCK_M", 0, block_m, 0};
+    if (o->block_k_out) f3[nf3++] = (tile_const){"BLOCK_K", 0, block_k_out, 0};
     if (o->carry_tf32 && dt != TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"CARRY_TF32", 0, 1, 0};
 
     /* chunk_scores: all of dstate in one step for 16-bit inputs (no spills

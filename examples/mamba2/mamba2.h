@@ -55,6 +55,7 @@ typedef struct M2Options {
     double dt_min, dt_max; /* the clamp of δ; (-inf, inf) = none */
     int block_n_state, block_n_out;  /* dstate slices of kernels 2 and 3; 0 = the default */
     int block_k;                     /* tokens per mma step of kernel 2; 0 = 64 */
+    int block_k_out;                 /* tokens per causal step of kernel 3; 0 = 64 (at most block_m) */
     int warps_state, warps_out;      /* num_warps of kernels 2 and 3; 0 = the compiler's choice */
     int block_m;                     /* tokens per row block of kernel 3 (and of its scores); 0 = 128 for
                                         16-bit inputs, 64 for f32 */
