@@ -38,6 +38,7 @@ static const char usage_text[] =
     "           --block-k N (tokens per mma step of kernel 2)  --warps-state N  --warps-out N\n"
     "           --block-m N (tokens per row block of kernel 3, up to the chunk)\n"
     "           --block-k-out N (tokens per causal step of kernel 3, up to --block-m)\n"
+    "           --heads-per-block N (kernel 3 on N heads of a group per block; bf16/f16 inputs)\n"
     "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
     "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
@@ -156,6 +157,14 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--block-n-out")) rc = parse_pow2(flag, value, &cfg->opt.block_n_out);
         else if (!strcmp(flag, "--block-k")) rc = parse_pow2(flag, value, &cfg->opt.block_k);
         else if (!strcmp(flag, "--block-k-out")) rc = parse_pow2(flag, value, &cfg->opt.block_k_out);
+        else if (!strcmp(flag, "--heads-per-block")) {
+            rc = parse_int(flag, value, 1, 16, &cfg->opt.heads_per_block);
+            if (!rc && (cfg->opt.heads_per_block & (cfg->opt.heads_per_block - 1))) {
+                fprintf(stderr, "mamba2: --heads-per-block expects a power of two in 1..16, got %d\n",
+                        cfg->opt.heads_per_block);
+                rc = -1;
+            }
+        }
         else if (!strcmp(flag, "--block-m")) rc = parse_pow2(flag, value, &cfg->opt.block_m);
         else if (!strcmp(flag, "--carry")) {
             if (strcmp(value, "tf32") && strcmp(value, "operand")) {
@@ -340,9 +349,10 @@ static void grid_for(const Run *run, int which, const tile_const *c, int n, int 
     } else {
         const int block_m = max_int(1, const_of(c, n, "BLOCK_M", 64));
         const int block_p = max_int(1, const_of(c, n, "BLOCK_P", 64));
+        const int heads = max_int(1, const_of(c, n, "HEADS", 1));
         grid[0] = max_int(1, run->Q / block_m) * cdiv_int(run->P, block_p);
         grid[1] = run->nchunks;
-        grid[2] = run->Bt * run->H;
+        grid[2] = run->Bt * cdiv_int(run->H, heads);
     }
 }
 
@@ -379,6 +389,7 @@ static int tune_kernel(Run *run, int which, const char *name, const tile_const *
     printf("tune: %s:", name);
     for (int i = 0; i < nbest; i++) {
         if (best[i].kind == TILE_CONST_FLOAT) printf(" %s=%g", best[i].name, best[i].f);
+        else if (best[i].kind == TILE_CONST_DTYPE) printf(" %s=%s", best[i].name, tile_dtype_name((tile_dtype)best[i].i));
         else printf(" %s=%lld", best[i].name, (long long)best[i].i);
     }
     if (stats.cache_hit) printf("  %.4f ms (cache hit)\n", stats.best_ms);
@@ -430,7 +441,11 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     snprintf(name[K_CUMSUM], sizeof name[K_CUMSUM], "chunk_cumsum");
     snprintf(name[K_STATE], sizeof name[K_STATE], "fwd_pass_state_%s_s%s", short_dtype(dt), short_dtype(sdt));
     snprintf(name[K_SCORES], sizeof name[K_SCORES], "chunk_scores_%s", short_dtype(dt));
-    snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
+    /* several heads per block: one kernel generic over the dtypes (T, S) */
+    const int heads = o->heads_per_block > 1 ? o->heads_per_block : 1;
+    if (heads > 1 && (dt == TILE_F32 || o->carry_tf32 || (H / G) % heads != 0)) return -1;   /* main refused it */
+    if (heads > 1) snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_heads");
+    else snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
     if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
         load_module(run, K_OUT, dir, "compute_out.tile"))
         return -1;
@@ -451,9 +466,10 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     /* compute_out's row block: 128 tokens for 16-bit inputs (1.43 vs 1.71 ms
      * at (8, 4096, 80, 64, 128, 1, 256) bf16 on the H200), 64 for f32 (2.03
      * vs 2.62 ms in tf32: 128 rows of f32 scores leave one block per SM). */
-    const int block_m = min_int(o->block_m ? o->block_m : dt == TILE_F32 ? 64 : 128, Q);
+    const int block_m = min_int(o->block_m ? o->block_m : dt == TILE_F32 || heads > 1 ? 64 : 128, Q);
     const int block_k = min_int(o->block_k ? o->block_k : 64, Q);
-    const int block_k_out = min_int(o->block_k_out ? o->block_k_out : 64, block_m);
+    /* with several heads per block, 32 keeps it within 128 registers */
+    const int block_k_out = min_int(o->block_k_out ? o->block_k_out : heads > 1 ? 32 : 64, block_m);
 
     /* The plain run's constants.  --tune holds only what the run fixes (the
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches
@@ -486,6 +502,11 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (o->block_m) f3[nf3++] = (tile_const){"BLOCK_M", 0, block_m, 0};
     if (o->block_k_out) f3[nf3++] = (tile_const){"BLOCK_K", 0, block_k_out, 0};
     if (o->carry_tf32 && dt != TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"CARRY_TF32", 0, 1, 0};
+    if (heads > 1) {
+        c3[n3++] = f3[nf3++] = tile_const_dtype("T", dt);
+        c3[n3++] = f3[nf3++] = tile_const_dtype("S", sdt);
+        c3[n3++] = f3[nf3++] = (tile_const){"HEADS", 0, heads, 0};
+    }
 
     /* chunk_scores: all of dstate in one step for 16-bit inputs (no spills
      * at 128; 64 spills a word), 64 for f32 */
@@ -742,6 +763,13 @@ int main(int argc, char **argv) {
         }
     }
     const M2Shape *s = &in.s;
+    const int hpb = cfg.opt.heads_per_block;
+    if (hpb > 1 && (cfg.opt.dtype == TILE_F32 || cfg.opt.carry_tf32 || (s->heads / s->groups) % hpb != 0)) {
+        fprintf(stderr, "mamba2: --heads-per-block %d needs bf16 or f16 inputs without --carry tf32, and must divide "
+                        "the heads of a group (%d / %d = %d)\n", hpb, s->heads, s->groups, s->heads / s->groups);
+        m2_inputs_free(&in);
+        return EXIT_USAGE;
+    }
 
     /* The backend: as asked, or the GPU when there is one, else the CPU. */
     Run run;
