@@ -885,9 +885,9 @@ void ce_emit_arange(Emitter *E, DType t, int lay, const char *name) {
 }
 
 /* Whether integer value `id` is known to be >= 0: block indices, grid and
- * array extents, non-negative constants, loop counters counting up from one,
- * and quotients, remainders, minima and maxima of those.  Sums and products
- * are left out: they could wrap. */
+ * array extents, non-negative constants, loop counters counting up from a
+ * value >= 0, and quotients, remainders, minima and maxima of those.  Sums
+ * and products are left out: they could wrap. */
 static bool known_nonneg(Emitter *E, int id, int depth) {
     if (id < 0 || depth > 12) return false;
     const IrOp *d = E->f->values[id].def;
