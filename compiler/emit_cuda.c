@@ -1563,6 +1563,9 @@ static void emitter_reset(Emitter *E) {
     E->async_top = E->async_peak = 0;
     E->scratch_clean = true;
     if (E->mem_state) memset(E->mem_state, 0, (size_t)E->f->nparams);
+    /* Which loads a pipeline reads back is each pass's own plan: a stale entry
+     * once let a load read a buffer the pass never made. */
+    if (E->readback_loop) memset(E->readback_loop, 0, sizeof *E->readback_loop * (size_t)E->f->nvalues);
     for (int i = 0; i < E->f->nvalues; i++) E->vals[i].lay = -1, E->vals[i].name = "undef";
     for (int k = 0; k < E->nlays; k++) E->lay_used[k] = false;
 }
@@ -1647,7 +1650,8 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * 228 KiB, 1 KiB reserved per block) caps occupancy anyway: saying so lets
      * ptxas use the registers it wants instead of spilling to reach a third
      * block that could not run. */
-    if (occ <= 0 && smem > 0 && 233472 / (smem + 1024) <= 2) occ = 233472 / (smem + 1024) > 0 ? 233472 / (smem + 1024) : 1;
+    const int smem_blocks = smem > 0 ? 233472 / (smem + 1024) : 0;
+    if (occ <= 0 && smem > 0 && smem_blocks <= 2) occ = smem_blocks > 0 ? smem_blocks : 1;
     if (occ > 0) ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", E.threads, occ, name.p);
     else ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", E.threads, name.p);
     emit_params(&E, &o);

@@ -489,12 +489,6 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     int stages = 0;
     int64_t bytes = 0;
     bool mma_loop = contains_mma(loop->body);
-    /* What an earlier pass over this loop decided is not this pass's: a plan
-     * that read state a pass leaves behind (a buffer's row pitch, once) made
-     * the passes disagree, and a load read a buffer this pass never made.
-     * Nothing below reads such state now; this keeps it so. */
-    for (int k = 0; k < loop->body->nops; k++)
-        if (loop->body->ops[k]->op == OP_LOAD) E->readback_loop[loop->body->ops[k]->result] = NULL;
     /* register-read loads ride the pipeline all together or not at all */
     int64_t rb_max = E->readback_max_bytes >= 0 ? E->readback_max_bytes : READBACK_MAX_BYTES;
     bool readback = mma_loop;

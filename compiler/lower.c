@@ -1140,7 +1140,6 @@ static bool const_param_value(Lower *L, const Param *p, const ConstBinding *b, S
     return true;
 }
 
-/* Binds the kernel's parameters into the current scope and IrFunc. */
 /* The dtype a `const T: dtype` parameter names: its binding, else its default. */
 static bool dtype_param_value(Lower *L, const Param *p, const ConstBinding *b, DType *out) {
     if (b) {
@@ -1180,6 +1179,7 @@ static DType param_dtype(Lower *L, const Decl *k, const Param *p) {
     return DT_INVALID;
 }
 
+/* Binds the kernel's parameters into the current scope and IrFunc. */
 static void bind_params(Lower *L, const Decl *k, const ConstBinding *consts, int nconsts) {
     IrFunc *f = L->f;
     f->params = ARENA_ARRAY(L->a, IrParam, k->nparams > 0 ? k->nparams : 1);
