@@ -99,14 +99,17 @@ static int parse_double(const char *flag, const char *text, double *out) {
     return 0;
 }
 
-static int parse_pow2(const char *flag, const char *text, int *out) {
-    if (parse_int(flag, text, 16, 256, out)) return -1;
+static int parse_pow2_in(const char *flag, const char *text, int lo, int hi, int *out) {
+    if (parse_int(flag, text, lo, hi, out)) return -1;
     if (*out & (*out - 1)) {
-        fprintf(stderr, "mamba2: %s expects a power of two in 16..256, got %d\n", flag, *out);
+        fprintf(stderr, "mamba2: %s expects a power of two in %d..%d, got %d\n", flag, lo, hi, *out);
         return -1;
     }
     return 0;
 }
+
+/* Tile sizes: powers of two in 16..256. */
+static int parse_pow2(const char *flag, const char *text, int *out) { return parse_pow2_in(flag, text, 16, 256, out); }
 
 /* Parses argv into cfg; returns 0, or an exit status. */
 static int parse_args(int argc, char **argv, Config *cfg) {
@@ -157,14 +160,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--block-n-out")) rc = parse_pow2(flag, value, &cfg->opt.block_n_out);
         else if (!strcmp(flag, "--block-k")) rc = parse_pow2(flag, value, &cfg->opt.block_k);
         else if (!strcmp(flag, "--block-k-out")) rc = parse_pow2(flag, value, &cfg->opt.block_k_out);
-        else if (!strcmp(flag, "--heads-per-block")) {
-            rc = parse_int(flag, value, 1, 16, &cfg->opt.heads_per_block);
-            if (!rc && (cfg->opt.heads_per_block & (cfg->opt.heads_per_block - 1))) {
-                fprintf(stderr, "mamba2: --heads-per-block expects a power of two in 1..16, got %d\n",
-                        cfg->opt.heads_per_block);
-                rc = -1;
-            }
-        }
+        else if (!strcmp(flag, "--heads-per-block")) rc = parse_pow2_in(flag, value, 1, 16, &cfg->opt.heads_per_block);
         else if (!strcmp(flag, "--block-m")) rc = parse_pow2(flag, value, &cfg->opt.block_m);
         else if (!strcmp(flag, "--carry")) {
             if (strcmp(value, "tf32") && strcmp(value, "operand")) {
@@ -441,9 +437,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     snprintf(name[K_CUMSUM], sizeof name[K_CUMSUM], "chunk_cumsum");
     snprintf(name[K_STATE], sizeof name[K_STATE], "fwd_pass_state_%s_s%s", short_dtype(dt), short_dtype(sdt));
     snprintf(name[K_SCORES], sizeof name[K_SCORES], "chunk_scores_%s", short_dtype(dt));
-    /* several heads per block: one kernel generic over the dtypes (T, S) */
+    /* several heads per block (main checked the flag): one kernel generic over the dtypes (T, S) */
     const int heads = o->heads_per_block > 1 ? o->heads_per_block : 1;
-    if (heads > 1 && (dt == TILE_F32 || o->carry_tf32 || (H / G) % heads != 0)) return -1;   /* main refused it */
     if (heads > 1) snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_heads");
     else snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
     if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
