@@ -42,9 +42,9 @@ static int cost(Emitter *E, int id, int budget) {
 
 bool ce_remat_cheap(Emitter *E, int id) { return !one_element(E, id) && cost(E, id, REMAT_BUDGET) > 0; }
 
-/* Reads the pipelined load `id` from this iteration's buffer in layout w. */
-/* Bit positions of view result `op` (layout w) that each operand bit comes
- * from; returns false for ops that are not views. */
+/* For view op `op` (reshape's bits are handled by lay_reshape instead): the
+ * result bit position each operand bit lands on, and the operand bit each
+ * result bit comes from (-1: none, a broadcast axis). */
 static void view_positions(Emitter *E, const IrOp *op, int *pos_of_src, int *src_of_res) {
     const Type *t = ce_vtype(E, op->result), *xt = ce_vtype(E, op->args[0]);
     for (int b = 0; b < LAY_MAX_BITS; b++) pos_of_src[b] = src_of_res[b] = -1;
