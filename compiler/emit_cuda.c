@@ -463,7 +463,7 @@ void ce_make_full(Emitter *E, int id) {
  * this use alone: its old ones are kept in saved[i] (restore_operands). */
 enum { REMAT_OPERANDS = 8 };   /* operands of one op that may be made again (element-wise: 3) */
 
-static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool need_full, Val *saved) {
+static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool need_full, Val *saved, int want) {
     bool cheap[REMAT_OPERANDS] = {false}, any_cheap = false;
     for (int i = 0; i < n && i < REMAT_OPERANDS; i++) any_cheap |= cheap[i] = saved && ce_remat_cheap(E, ids[i]);
     int best = -1;
@@ -475,6 +475,7 @@ static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool 
         }
     int nbits = lay_log2(type_numel(t));
     if (best < 0 || ce_lay(E, best)->nbits != nbits) best = ce_blocked(E, t, -1);
+    if (want >= 0) best = want;   /* the plan's: operands that do not fit it are converted */
     bool ok = !need_full || lay_full(ce_lay(E, best));
     bool remat_needed = false;
     for (int i = 0; i < n && ok; i++) {
@@ -689,7 +690,7 @@ void ce_emit_load(Emitter *E, const IrOp *op) {
     DType dt = t->dtype;
     int arr = op->array;
     int fast = ce_contiguous_view_axis(op, t->rank);
-    int lay = ce_blocked(E, t, fast);
+    int lay = ce_plan_layout(E, op->result, ce_blocked(E, t, fast));
     const char *name = ce_fresh(E, "v");
     ce_set_val(E, op->result, name, lay);
     ce_decl(E, dt, name, lay);
@@ -807,7 +808,7 @@ static void emit_indexed(Emitter *E, const IrOp *op) {
     if (op->nargs != rank + !gather) { ce_fail(E, op, "wrong number of indices"); return; }
     const Type *t = gather ? ce_vtype(E, op->result) : ce_vtype(E, op->args[rank]);
     DType dt = p->dtype;
-    int lay = common_layout(E, op->args, op->nargs, t, !gather, NULL);
+    int lay = common_layout(E, op->args, op->nargs, t, !gather, NULL, -1);
     const char *name = NULL;
     if (gather) {
         name = ce_fresh(E, "v");
@@ -936,7 +937,7 @@ static void emit_elementwise(Emitter *E, const IrOp *op) {
     for (int i = 0; i < op->nargs; i++) ce_fit_operand(E, op->args[i], t);
     Val saved[REMAT_OPERANDS];
     memset(saved, 0, sizeof saved);
-    int lay = common_layout(E, op->args, op->nargs, t, false, E->opt_remat ? saved : NULL);
+    int lay = common_layout(E, op->args, op->nargs, t, false, E->opt_remat ? saved : NULL, ce_plan_layout(E, op->result, -1));
     const char *name = ce_fresh(E, "v");
     ce_set_val(E, op->result, name, lay);
     ce_decl(E, t->dtype, name, lay);
@@ -1354,7 +1355,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         emit_scalar_def(E, op, ce_fmt_str(E, "(%s)gridDim.%c", ce_ctype(ce_vdt(E, op->result)), "xyz"[op->axis & 3]));
         return;
     case OP_ARANGE: {
-        int lay = ce_blocked(E, ce_vtype(E, op->result), -1);
+        int lay = ce_plan_layout(E, op->result, ce_blocked(E, ce_vtype(E, op->result), -1));
         const char *name = ce_fresh(E, "v");
         ce_set_val(E, op->result, name, lay);
         ce_emit_arange(E, ce_vdt(E, op->result), lay, name);
@@ -1610,6 +1611,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
         }
     }
     ce_async_analyse(&E);
+    ce_plan(&E);
     /* analysis passes: settle the layouts of locals */
     E.analysis = true;
     for (int pass = 0; pass < 8; pass++) {

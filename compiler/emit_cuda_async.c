@@ -364,7 +364,7 @@ static void emit_readback(Emitter *E, const IrOp *ld, const char *buf) {
     const Type *t = ce_vtype(E, ld->result);
     int row, col;
     load_axes(ld, t, &row, &col);
-    int lay = ce_blocked(E, t, col);
+    int lay = ce_plan_layout(E, ld->result, ce_blocked(E, t, col));
     const char *name = ce_fresh(E, "v");
     /* a use that wants another layout reads the buffer again (emit_cuda_remat.c);
      * registers nobody reads cost nothing (ptxas drops them) */
@@ -560,12 +560,28 @@ void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
 
 /* ---- the mma side ------------------------------------------------------------------- */
 
-bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
+/* The chain of async operand `id` and the operand dim its rows are contiguous
+ * in; false when `id` is not an async operand. */
+static bool operand_chain(Emitter *E, int id, const IrOp **ops, int *n, int *col_dim, bool *round) {
     if (!ce_async_is_view(E, id) && !ce_async_is_load(E, id)) return false;
+    *n = chain_of(E, id, ops, 16);
+    return *n && chain_geometry(E, ops, *n, col_dim, round);
+}
+
+bool ce_async_operand_kmajor(Emitter *E, int id, int which, bool *kmajor) {
     const IrOp *ops[16];
-    int n = chain_of(E, id, ops, 16), col_dim;
+    int n, col_dim;
     bool round;
-    if (!n || !chain_geometry(E, ops, n, &col_dim, &round)) return false;
+    if (!operand_chain(E, id, ops, &n, &col_dim, &round)) return false;
+    *kmajor = which == 0 ? col_dim == 1 : col_dim == 0;
+    return true;
+}
+
+bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
+    const IrOp *ops[16];
+    int n, col_dim;
+    bool round;
+    if (!operand_chain(E, id, ops, &n, &col_dim, &round)) return false;
     int lv = ops[0]->result;
     if (!E->async_ptr[lv]) return false;
     DType dt = ce_vdt(E, lv);

@@ -77,6 +77,11 @@ typedef struct Emitter {
     bool opt_remat;           /* make values again in a use's layout (emit_cuda_remat.c) */
     long long readback_max_bytes;   /* largest register-read tile on a pipeline; -1: the default */
     Pipe pipe;                /* the innermost pipelined loop */
+    /* the plan (emit_cuda_plan.c), per value id */
+    signed char *mma_split;   /* mma result: M warp bits | N warp bits << 4; -1 none */
+    bool *mma_reg_a;          /* mma result: its A operand is read from registers */
+    bool *mma_kperm;          /* ... with each k step's columns permuted (lay_mma_a) */
+    int *want;                /* layout the value should be made in; -1 none */
 } Emitter;
 
 void ce_buf_vprintf(Buf *b, const char *fmt, va_list ap);
@@ -156,6 +161,8 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i);
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save);
 bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out);
+/* Whether async operand `id` will be stored K-major (false: not async). */
+bool ce_async_operand_kmajor(Emitter *E, int id, int which, bool *kmajor);
 const Layout *ce_lay(Emitter *E, int id);
 /* Registers `name` of pipelined load `lv` in layout `lay`, read from this
  * iteration's buffer (E->async_ptr[lv]); declares them. */
@@ -165,6 +172,18 @@ void ce_async_read(Emitter *E, int lv, int lay, const char *name);
 int ce_relabel(Emitter *E, const Layout *src, int rank, const int *shape, const int *src_bit_of);
 const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs);
 void ce_emit_arange(Emitter *E, DType t, int lay, const char *name);
+
+/* emit_cuda_plan.c: splits, register A operands and wanted layouts */
+void ce_plan(Emitter *E);
+void ce_plan_split(Emitter *E, const IrOp *mma, int *wmb, int *wnb);
+bool ce_plan_reg_a(Emitter *E, const IrOp *mma);
+bool ce_plan_kperm(Emitter *E, const IrOp *mma);
+/* The layout value `id` should be made in: its want, else `fallback`. */
+int ce_plan_layout(Emitter *E, int id, int fallback);
+
+/* For view op `op` (permute, broadcast): the result bit position each operand
+ * bit lands on, and the operand bit each result bit comes from (-1: none). */
+void ce_view_positions(Emitter *E, const IrOp *op, int *pos_of_src, int *src_of_res);
 
 /* emit_cuda_remat.c: values made again in the layout a use needs */
 bool ce_remat_cheap(Emitter *E, int id);

@@ -280,15 +280,18 @@ static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int s) {
 }
 
 /* Fragment registers of the B operand for n-blocks ni (and ni + 1 when
- * `pair`), columns n0 + 8 ni. */
-static void load_b_fragment(Emitter *E, const SmemOperand *o, int ni, bool pair, int s) {
+ * `pair`), columns n0 + 8 ni.  kperm: rows in the order of a k-permuted A
+ * (lay_mma_a): 16-bit fragment row r is row 4 (r % 8 / 2) + r % 2 + 2 (r / 8)
+ * of the step (B stored [K][N] only), tf32 row r is row 2 (r % 4) + r / 4. */
+static void load_b_fragment(Emitter *E, const SmemOperand *o, int ni, bool pair, int s, bool kperm) {
     if (s == 2) {
+        const char *row = kperm ? "(((lane & 6) << 1) | (lane & 1) | ((lane >> 2) & 2))" : "(lane & 15)";
         if (!o->kmajor && pair)   /* stored [K][N] */
-            ce_out(E, "tile_ldsm_x4_trans(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s + (k0 + (lane & 15)) * %d + n0 + %d + (lane >> 4) * 8);",
-                ni, ni, ni + 1, ni + 1, o->base, o->ld, ni * 8);
+            ce_out(E, "tile_ldsm_x4_trans(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s + (k0 + %s) * %d + n0 + %d + (lane >> 4) * 8);",
+                ni, ni, ni + 1, ni + 1, o->base, row, o->ld, ni * 8);
         else if (!o->kmajor)
-            ce_out(E, "tile_ldsm_x2_trans(fb[%d][0], fb[%d][1], %s + (k0 + (lane & 15)) * %d + n0 + %d);",
-                ni, ni, o->base, o->ld, ni * 8);
+            ce_out(E, "tile_ldsm_x2_trans(fb[%d][0], fb[%d][1], %s + (k0 + %s) * %d + n0 + %d);",
+                ni, ni, o->base, row, o->ld, ni * 8);
         else if (pair)            /* stored [N][K] */
             ce_out(E, "tile_ldsm_x4(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s + (n0 + %d + (lane & 7) + (lane >> 4) * 8) * %d + k0 + ((lane >> 3) & 1) * 8);",
                 ni, ni, ni + 1, ni + 1, o->base, ni * 8, o->ld);
@@ -297,13 +300,61 @@ static void load_b_fragment(Emitter *E, const SmemOperand *o, int ni, bool pair,
                 ni, ni, o->base, ni * 8, o->ld);
         return;
     }
-    /* tf32 b0, b1 = (k = q, n = g), (k = q + 4, n = g) */
-    const char *p = o->kmajor ? ce_fmt_str(E, "(%s + (n0 + %d + g) * %d + k0 + q)", o->base, ni * 8, o->ld)
-                              : ce_fmt_str(E, "(%s + (k0 + q) * %d + n0 + %d + g)", o->base, o->ld, ni * 8);
-    int dk = o->kmajor ? 4 : 4 * o->ld;
+    /* tf32 b0, b1 = (k = q, n = g), (k = q + 4, n = g); k-permuted: k = 2q, 2q + 1 */
+    const char *kq = kperm ? "2 * q" : "q";
+    const char *p = o->kmajor ? ce_fmt_str(E, "(%s + (n0 + %d + g) * %d + k0 + %s)", o->base, ni * 8, o->ld, kq)
+                              : ce_fmt_str(E, "(%s + (k0 + %s) * %d + n0 + %d + g)", o->base, kq, o->ld, ni * 8);
+    int dk = (o->kmajor ? 1 : o->ld) * (kperm ? 1 : 4);
     for (int r = 0; r < 2; r++) {
         const char *x = ce_fmt_str(E, "%s[%d]", p, r * dk);
         ce_out(E, "fb[%d][%d] = __float_as_uint(%s);", ni, r, o->round_tf32 ? ce_fmt_str(E, "tile_tf32(%s)", x) : x);
+    }
+}
+
+/* The k steps of a tensor-core mma whose A operand is registers `areg` in
+ * fragment layout a_lay (lay_mma_a): each step packs its fragments from
+ * them, reads B's from shared memory and issues MI x NI instructions. */
+static void emit_mma_reg_a(Emitter *E, const IrOp *op, const char *areg, int a_lay, bool kperm, const SmemOperand *b,
+                           const char *d, int lay, int MI, int NI) {
+    DType adt = ce_vdt(E, op->args[0]);
+    int K = ce_vtype(E, op->args[0])->shape[1], s = ce_regsize(adt);
+    int kstep = s == 2 ? 16 : 8, KS = K / kstep, per = s == 2 ? 8 : 4;
+    const char *mma = adt == DT_TF32 ? "tile_mma_m16n8k8_tf32" : adt == DT_BF16 ? "tile_mma_m16n8k16_bf16" : "tile_mma_m16n8k16_f16";
+    for (int ks = 0; ks < KS; ks++) {
+        ce_out(E, "{");
+        E->indent++;
+        ce_out(E, "const int k0 = %d;", ks * kstep);
+        ce_out(E, "(void)k0;");
+        for (int mi = 0; mi < MI; mi++) {
+            int base = (mi * KS + ks) * per;
+            /* a_i: bit 0 of i is row + 8, bit 1 the second half of the k step;
+             * the registers holding them (lay_mma_a) */
+            for (int i = 0; i < 4; i++) {
+                int row8 = i & 1, khalf = i >> 1;
+                if (s == 2) {
+                    int lo = base + (kperm ? 2 * khalf + 4 * row8 : 2 * i);
+                    ce_out(E, "fa[%d][%d] = (unsigned)%s | ((unsigned)%s << 16);", mi, i, ce_reg(E, areg, a_lay, lo),
+                        ce_reg(E, areg, a_lay, lo + 1));
+                } else {
+                    int r = base + (kperm ? khalf + 2 * row8 : i);
+                    ce_out(E, "fa[%d][%d] = __float_as_uint(%s);", mi, i, ce_reg(E, areg, a_lay, r));
+                }
+            }
+        }
+        for (int ni = 0; ni < NI; ni++) {
+            bool pair = s == 2 && ni + 1 < NI && ni % 2 == 0;
+            load_b_fragment(E, b, ni, pair, s, kperm);
+            if (pair) ni++;
+        }
+        for (int mi = 0; mi < MI; mi++)
+            for (int ni = 0; ni < NI; ni++) {
+                int r0 = (mi * NI + ni) << 2;
+                ce_out(E, "%s(%s, %s, %s, %s, fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], fb[%d][0], fb[%d][1]);", mma,
+                    ce_reg(E, d, lay, r0), ce_reg(E, d, lay, r0 + 1), ce_reg(E, d, lay, r0 + 2), ce_reg(E, d, lay, r0 + 3),
+                    mi, mi, mi, mi, ni, ni);
+            }
+        E->indent--;
+        ce_out(E, "}");
     }
 }
 
@@ -322,17 +373,18 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     bool b_async = tensor && ce_async_operand(E, ib, 1, &ob);
     ce_fit_operand(E, ic, t);
     int lay;
+    /* A straight from registers in fragment layout (emit_cuda_plan.c) */
+    bool reg_a = tensor && !a_async && ce_plan_reg_a(E, op);
+    int a_lay = -1;
     if (tensor) {
-        int wmb = 0, wnb = 0;
-        while (wmb + wnb < E->warpbits) {
-            int rows = M >> wmb, cols = N >> wnb;
-            bool can_m = rows >= 32, can_n = cols >= 16;
-            if (can_m && (rows >= cols || !can_n)) wmb++;
-            else if (can_n) wnb++;
-            else break;
-        }
+        int wmb, wnb;
+        ce_plan_split(E, op, &wmb, &wnb);
         Layout l = lay_mma(t, wmb, wnb);
         lay = ce_lay_add(E, &l);
+        if (reg_a) {
+            Layout fl = lay_mma_a(at, wmb, wnb, ce_is_half(adt), ce_plan_kperm(E, op));
+            a_lay = ce_lay_add(E, &fl);
+        }
     } else {
         Val *c = ce_val(E, ic);
         lay = lay_full(ce_lay(E, c->lay)) && ce_lay(E, c->lay)->nbits == lay_log2(type_numel(t)) ? c->lay : ce_blocked(E, t, -1);
@@ -345,20 +397,22 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     for (int r = 0; r < ce_nregs(E, lay); r++) ce_out(E, "%s = %s;", ce_reg(E, d, lay, r), ce_ew_cast(E, ct, acc, ce_reg(E, c, lay, r)));
     int s = ce_regsize(adt);
     int lda = tensor ? K + (s == 2 ? 8 : 4) : K, ldb = tensor ? N + 8 : N;
-    int64_t a_elems = a_async ? 0 : (int64_t)(abatch ? batch : 1) * M * lda;
+    bool stage_a = !a_async && !reg_a;
+    int64_t a_elems = stage_a ? (int64_t)(abatch ? batch : 1) * M * lda : 0;
     int64_t b_off = ((a_elems * s + 15) / 16) * 16 / ce_regsize(bdt);
     int64_t b_elems = b_async ? 0 : (int64_t)(bbatch ? batch : 1) * K * ldb;
     ce_need_smem(E, b_off * ce_regsize(bdt) + b_elems * ce_regsize(bdt));
-    if (!a_async || !b_async) {
-        /* conversions use shared memory too: all of them before the staging */
-        if (!a_async) ce_make_full(E, ia);
+    /* conversions use shared memory too: all of them before the staging */
+    const char *areg = reg_a ? ce_convert(E, ce_val(E, ia)->name, ce_val(E, ia)->lay, adt, a_lay) : NULL;
+    if (stage_a || !b_async) {
+        if (stage_a) ce_make_full(E, ia);
         if (!b_async) ce_make_full(E, ib);
         if (!E->scratch_clean) ce_out(E, "__syncthreads();");
-        if (!a_async) stage_operand(E, ia, 0, lda);
+        if (stage_a) stage_operand(E, ia, 0, lda);
         if (!b_async) stage_operand(E, ib, b_off, ldb);
         ce_out(E, "__syncthreads();");
     }
-    if (!a_async) oa = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), lda, true, false};
+    if (stage_a) oa = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), lda, true, false};
     if (!b_async) ob = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem + %lld)", ce_ctype(bdt), (long long)b_off), ldb, false, false};
     ce_out(E, "{");
     E->indent++;
@@ -384,13 +438,17 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
             SmemOperand a = oa, b = ob;   /* batch bb: whole operands further on */
             if (abatch && bb) a.base = ce_fmt_str(E, "(%s + %lld)", oa.base, (long long)bb * M * lda);
             if (bbatch && bb) b.base = ce_fmt_str(E, "(%s + %lld)", ob.base, (long long)bb * K * ldb);
+            if (reg_a) {   /* k steps written out: fragment registers are named, not indexed */
+                emit_mma_reg_a(E, op, areg, a_lay, ce_plan_kperm(E, op), &b, d, lay, MI, NI);
+                continue;
+            }
             ce_out(E, "#pragma unroll");
             ce_out(E, "for (int k0 = 0; k0 < %d; k0 += %d) {", K, kstep);
             E->indent++;
             for (int mi = 0; mi < MI; mi++) load_a_fragment(E, &a, mi, s);
             for (int ni = 0; ni < NI; ni++) {
                 bool pair = s == 2 && ni + 1 < NI && ni % 2 == 0;
-                load_b_fragment(E, &b, ni, pair, s);
+                load_b_fragment(E, &b, ni, pair, s, false);
                 if (pair) ni++;
             }
             for (int mi = 0; mi < MI; mi++)

@@ -42,10 +42,7 @@ static int cost(Emitter *E, int id, int budget) {
 
 bool ce_remat_cheap(Emitter *E, int id) { return !one_element(E, id) && cost(E, id, REMAT_BUDGET) > 0; }
 
-/* For view op `op` (reshape's bits are handled by lay_reshape instead): the
- * result bit position each operand bit lands on, and the operand bit each
- * result bit comes from (-1: none, a broadcast axis). */
-static void view_positions(Emitter *E, const IrOp *op, int *pos_of_src, int *src_of_res) {
+void ce_view_positions(Emitter *E, const IrOp *op, int *pos_of_src, int *src_of_res) {
     const Type *t = ce_vtype(E, op->result), *xt = ce_vtype(E, op->args[0]);
     for (int b = 0; b < LAY_MAX_BITS; b++) pos_of_src[b] = src_of_res[b] = -1;
     for (int d = 0; d < t->rank; d++) {
@@ -94,7 +91,7 @@ bool ce_remat(Emitter *E, int id, int want, const char **name, int *lay) {
             return true;
         }
         int pos_of_src[LAY_MAX_BITS], src_of_res[LAY_MAX_BITS];
-        view_positions(E, d, pos_of_src, src_of_res);
+        ce_view_positions(E, d, pos_of_src, src_of_res);
         Layout wx = lay_pick(ce_lay(E, want), xt->rank, xt->shape, pos_of_src);
         if (!ce_remat(E, d->args[0], ce_lay_add(E, &wx), name, &xlay)) return false;
         *lay = ce_relabel(E, ce_lay(E, xlay), t->rank, t->shape, src_of_res);

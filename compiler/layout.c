@@ -88,6 +88,40 @@ Layout lay_mma(const Type *t, int wmbits, int wnbits) {
     return l;
 }
 
+Layout lay_mma_a(const Type *t, int wmbits, int wnbits, bool half, bool kperm) {
+    Layout l;
+    lay_init(&l, t->rank, t->shape);
+    l.kind = LAYK_MMA;
+    int r = t->rank, M = t->shape[r - 2], K = t->shape[r - 1];
+    int kfix = half ? 4 : 3;                 /* K bits inside one k step */
+    int ksb = lay_log2(K) - kfix, mib = lay_log2(M / 16) - wmbits;
+    int kpos = r - 1, mpos = r - 2, reg = 0;
+#define KBIT(j, sp, b) set_bit(&l, lay_pos(r, t->shape, kpos, j), sp, b)
+    if (half && !kperm) {
+        KBIT(0, LAY_REG, 0), KBIT(1, LAY_LANE, 0), KBIT(2, LAY_LANE, 1), KBIT(3, LAY_REG, 2);
+        set_bit(&l, lay_pos(r, t->shape, mpos, 3), LAY_REG, 1);
+    } else if (half) {
+        KBIT(0, LAY_REG, 0), KBIT(1, LAY_REG, 1), KBIT(2, LAY_LANE, 0), KBIT(3, LAY_LANE, 1);
+        set_bit(&l, lay_pos(r, t->shape, mpos, 3), LAY_REG, 2);
+    } else if (!kperm) {
+        KBIT(0, LAY_LANE, 0), KBIT(1, LAY_LANE, 1), KBIT(2, LAY_REG, 1);
+        set_bit(&l, lay_pos(r, t->shape, mpos, 3), LAY_REG, 0);
+    } else {
+        KBIT(0, LAY_REG, 0), KBIT(1, LAY_LANE, 0), KBIT(2, LAY_LANE, 1);
+        set_bit(&l, lay_pos(r, t->shape, mpos, 3), LAY_REG, 1);
+    }
+#undef KBIT
+    reg = half ? 3 : 2;
+    for (int j = 0; j < 3; j++) set_bit(&l, lay_pos(r, t->shape, mpos, j), LAY_LANE, 2 + j);
+    for (int j = 0; j < ksb; j++) set_bit(&l, lay_pos(r, t->shape, kpos, kfix + j), LAY_REG, reg++);
+    for (int j = 0; j < mib; j++) set_bit(&l, lay_pos(r, t->shape, mpos, 4 + j), LAY_REG, reg++);
+    for (int j = 0; j < wmbits; j++) set_bit(&l, lay_pos(r, t->shape, mpos, 4 + mib + j), LAY_WARP, wnbits + j);
+    for (int d = r - 3; d >= 0; d--)
+        for (int j = 0; j < lay_log2(t->shape[d]); j++) set_bit(&l, lay_pos(r, t->shape, d, j), LAY_REG, reg++);
+    l.nregbits = reg;
+    return l;
+}
+
 Layout lay_reshape(const Layout *x, int rank, const int *shape) {
     Layout l = *x;
     l.rank = rank;

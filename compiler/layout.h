@@ -61,6 +61,23 @@ Layout lay_blocked(const Type *t, int fastest, int warpbits, int max_vec);
 /* mma.sync accumulator layout of t ([.., M, N], M % 16 == 0, N % 8 == 0) with
  * 2^wmbits x 2^wnbits warps over the M x N blocks (more warps replicate). */
 Layout lay_mma(const Type *t, int wmbits, int wnbits);
+/* mma.sync A-operand fragment layout of t ([M, K], M % 16 == 0, K a multiple
+ * of the k step: 16 for 16-bit operands, 8 for tf32), for an mma whose warps
+ * split M 2^wmbits ways and N 2^wnbits ways (the N warps hold copies).  The
+ * registers of fragment mi at k step ks are 8 (16-bit) or 4 (tf32) in a row
+ * from (mi * KS + ks) * that:
+ *   16-bit: K bit 0 -> reg 0, K bits 1-2 -> lanes 0-1, M bits 0-2 -> lanes 2-4,
+ *           M bit 3 -> reg 1, K bit 3 -> reg 2 (the instruction's a0, a1, ...);
+ *   tf32:   K bits 0-1 -> lanes 0-1, M bits 0-2 -> lanes 2-4, M bit 3 -> reg 0,
+ *           K bit 2 -> reg 1.
+ * An mma accumulator [M, 16] of warps split along M only is the 16-bit layout:
+ * a product can feed the next mma without leaving registers.
+ * kperm: the same fragments with the k step's columns permuted so that each
+ * thread holds consecutive ones (16-bit: 4, K bits 0-1 -> regs 0-1, K bits
+ * 2-3 -> lanes 0-1, M bit 3 -> reg 2; tf32: 2, K bit 0 -> reg 0, K bits 1-2 ->
+ * lanes 0-1, M bit 3 -> reg 1): loads of A's inputs are vectors.  B's rows
+ * must then be read with the same permutation (emit_cuda_ops.c). */
+Layout lay_mma_a(const Type *t, int wmbits, int wnbits, bool half, bool kperm);
 /* The same bits for a new shape of the same numel (reshape). */
 Layout lay_reshape(const Layout *x, int rank, const int *shape);
 

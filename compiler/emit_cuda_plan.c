@@ -1,0 +1,244 @@
+/* emit_cuda_plan.c: what the CUDA emitter decides from the IR before its
+ * first pass, where looking ahead pays and emitting in order cannot:
+ *
+ *   - how each tensor-core mma spreads the block's warps over its M x N
+ *     result (the split);
+ *   - which mmas read their A operand straight from registers: an operand
+ *     computed in the kernel (not a cp.async load) whose warps can split M
+ *     alone, each warp 16 rows or more.  Staged, such an operand costs a
+ *     store to shared memory, two barriers and ldmatrix per use; read from
+ *     registers, nothing (FlashAttention-2 keeps its P the same way);
+ *   - the layout each value feeding such an operand should be made in (its
+ *     "want"), pushed back from the operand through casts, element-wise ops,
+ *     views and down to the loads, aranges and values from before a loop, so
+ *     that the operand is born in the fragment layout and never converted;
+ *   - mmas whose results meet through one accumulator (one mma's result,
+ *     scaled, is another's starting value, or a loop-carried local holds
+ *     both) share one split, so the accumulator keeps one layout throughout.
+ *
+ * TILEC_NO_REG_A=1 plans every mma the old way (staged operands, the
+ * default split), TILEC_NO_KPERM=1 reads A from registers without permuting
+ * its columns (lay_mma_a), to measure what each gives.  Prefix: ce_plan_. */
+#include "emit_cuda_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The default split: halve the larger side, M first, while each warp keeps
+ * at least 32 rows or 16 columns. */
+static void default_split(int M, int N, int warpbits, int *wmb, int *wnb) {
+    *wmb = *wnb = 0;
+    while (*wmb + *wnb < warpbits) {
+        int rows = M >> *wmb, cols = N >> *wnb;
+        bool can_m = rows >= 32, can_n = cols >= 16;
+        if (can_m && (rows >= cols || !can_n)) (*wmb)++;
+        else if (can_n) (*wnb)++;
+        else break;
+    }
+}
+
+/* ---- accumulator groups: union-find over mma results and locals ---------------- */
+
+typedef struct Plan {
+    Emitter *E;
+    int *parent;          /* nodes: value ids, then nvalues + local index */
+    const IrOp **mmas;
+    int nmmas, capmmas;
+} Plan;
+
+static int find(Plan *P, int x) {
+    while (P->parent[x] != x) x = P->parent[x] = P->parent[P->parent[x]];
+    return x;
+}
+static void unite(Plan *P, int a, int b) {
+    if (a < 0 || b < 0) return;
+    a = find(P, a), b = find(P, b);
+    if (a != b) P->parent[a] = b;
+}
+
+/* The accumulator node value `id` comes from: an mma's result or a local,
+ * through casts and element-wise ops (their first operand that has one). */
+static int acc_node(Plan *P, int id, int depth) {
+    const IrFunc *f = P->E->f;
+    if (id < 0 || depth > 16) return -1;
+    const IrOp *d = f->values[id].def;
+    if (!d) return -1;
+    if (d->op == OP_MMA) return id;
+    if (d->op == OP_LOCAL_GET) return f->nvalues + d->local;
+    if (!ir_op_is_elementwise(d->op)) return -1;
+    for (int a = 0; a < d->nargs; a++) {
+        if (type_numel(ir_type(f, d->args[a])) != type_numel(ir_type(f, id))) continue;
+        int n = acc_node(P, d->args[a], depth + 1);
+        if (n >= 0) return n;
+    }
+    return -1;
+}
+
+static void collect(Plan *P, const IrBlock *blk) {
+    if (!blk) return;
+    Emitter *E = P->E;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o->op == OP_MMA) {
+            unite(P, o->result, acc_node(P, o->args[2], 0));
+            if (P->nmmas == P->capmmas) {
+                P->capmmas = P->capmmas ? 2 * P->capmmas : 16;
+                P->mmas = realloc(P->mmas, sizeof *P->mmas * (size_t)P->capmmas);
+            }
+            P->mmas[P->nmmas++] = o;
+        } else if (o->op == OP_LOCAL_SET) {
+            unite(P, E->f->nvalues + o->local, acc_node(P, o->args[0], 0));
+        }
+        collect(P, o->body);
+        collect(P, o->else_body);
+    }
+}
+
+/* ---- wants ------------------------------------------------------------------ */
+
+/* Value `id` should be made in layout `lay` (same shape); its operands in
+ * what that asks of them.  The first want of a value holds. */
+static void push_want(Emitter *E, int id, int lay, int depth) {
+    if (id < 0 || depth > 64 || E->want[id] >= 0) return;
+    if (type_numel(ce_vtype(E, id)) == 1) return;   /* a broadcast register */
+    E->want[id] = lay;
+    const IrOp *d = E->f->values[id].def;
+    if (!d) return;
+    const Layout W = *ce_lay(E, lay);
+    if (ir_op_is_elementwise(d->op)) {
+        for (int a = 0; a < d->nargs; a++) push_want(E, d->args[a], lay, depth + 1);
+    } else if (d->op == OP_RESHAPE) {
+        const Type *xt = ce_vtype(E, d->args[0]);
+        Layout x = lay_reshape(&W, xt->rank, xt->shape);
+        push_want(E, d->args[0], ce_lay_add(E, &x), depth + 1);
+    } else if (d->op == OP_PERMUTE || d->op == OP_BROADCAST) {
+        int pos_of_src[LAY_MAX_BITS], src_of_res[LAY_MAX_BITS];
+        ce_view_positions(E, d, pos_of_src, src_of_res);
+        const Type *xt = ce_vtype(E, d->args[0]);
+        Layout x = lay_pick(&W, xt->rank, xt->shape, pos_of_src);
+        push_want(E, d->args[0], ce_lay_add(E, &x), depth + 1);
+    }
+    /* loads, arange and the rest: made in `lay` where they stand */
+}
+
+int ce_plan_layout(Emitter *E, int id, int fallback) {
+    if (!E->want || id < 0 || E->want[id] < 0) return fallback;
+    const Layout *w = ce_lay(E, E->want[id]);
+    return w->nbits == lay_log2(type_numel(ce_vtype(E, id))) && lay_full(w) ? E->want[id] : fallback;
+}
+
+/* ---- the plan ------------------------------------------------------------------ */
+
+/* Does value `id` reach here through a permute (casts, element-wise ops and
+ * reshapes looked through)? */
+static bool through_permute(Emitter *E, int id, int depth) {
+    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
+    if (!d) return false;
+    if (d->op == OP_PERMUTE) return true;
+    if (d->op == OP_RESHAPE) return through_permute(E, d->args[0], depth + 1);
+    if (!ir_op_is_elementwise(d->op)) return false;
+    for (int a = 0; a < d->nargs; a++)
+        if (through_permute(E, d->args[a], depth + 1)) return true;
+    return false;
+}
+
+/* Does value `id` come from an mma's result (through casts, element-wise
+ * ops and views)? */
+static bool from_mma(Emitter *E, int id, int depth) {
+    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
+    if (!d) return false;
+    if (d->op == OP_MMA) return true;
+    if (d->op == OP_RESHAPE || d->op == OP_PERMUTE || d->op == OP_BROADCAST) return from_mma(E, d->args[0], depth + 1);
+    if (!ir_op_is_elementwise(d->op)) return false;
+    for (int a = 0; a < d->nargs; a++)
+        if (from_mma(E, d->args[a], depth + 1)) return true;
+    return false;
+}
+
+/* Permute A's k-step columns (lay_mma_a)?  When A comes from loads, not from
+ * an mma's accumulator (which already lies as the unpermuted fragments), and
+ * B's rows can be read in that order: ldmatrix.trans takes any row order, a
+ * K-major B read by ldmatrix does not; tf32 fragments are read one by one. */
+static bool kperm_choice(Emitter *E, const IrOp *o) {
+    const char *off = getenv("TILEC_NO_KPERM");
+    if (off && *off && strcmp(off, "0") != 0) return false;
+    if (from_mma(E, o->args[0], 0)) return false;
+    bool kmajor = false;
+    if (ce_vdt(E, o->args[1]) != DT_TF32 && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
+    return true;
+}
+
+/* Can this mma read A from registers with the warps on M alone?  Not when A
+ * is a transpose: its fragments would then be read element by element, where
+ * the staged path transposes with ldmatrix for free (fwd_pass_state's
+ * transpose(x * w) read that way spilled in tf32; not timed). */
+static bool reg_a_candidate(Emitter *E, const IrOp *o) {
+    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
+    if (!ce_mma_on_tensor_cores(at, bt, t) || at->rank != 2 || t->rank != 2) return false;
+    if (ce_async_is_load(E, o->args[0]) || ce_async_is_view(E, o->args[0])) return false;
+    if (through_permute(E, o->args[0], 0)) return false;
+    int M = at->shape[0];
+    return (M >> E->warpbits) >= 16 && M % (16 << E->warpbits) == 0;
+}
+
+void ce_plan(Emitter *E) {
+    const IrFunc *f = E->f;
+    int nodes = f->nvalues + f->nlocals + 1;
+    E->mma_split = ARENA_ARRAY(&E->mem, signed char, f->nvalues + 1);
+    E->mma_reg_a = ARENA_ARRAY(&E->mem, bool, f->nvalues + 1);
+    E->mma_kperm = ARENA_ARRAY(&E->mem, bool, f->nvalues + 1);
+    E->want = ARENA_ARRAY(&E->mem, int, f->nvalues + 1);
+    for (int i = 0; i < f->nvalues; i++)
+        E->mma_split[i] = -1, E->mma_reg_a[i] = E->mma_kperm[i] = false, E->want[i] = -1;
+    const char *off = getenv("TILEC_NO_REG_A");
+    bool enabled = !(off && *off && strcmp(off, "0") != 0);
+    Plan P = {E, calloc((size_t)nodes, sizeof(int)), NULL, 0, 0};
+    if (!P.parent) return;
+    for (int i = 0; i < nodes; i++) P.parent[i] = i;
+    collect(&P, f->body);
+    /* a group goes M-only when one of its mmas reads A from registers and
+     * every one of them can */
+    bool *group_m = calloc((size_t)nodes, 1), *group_blocked = calloc((size_t)nodes, 1);
+    for (int i = 0; enabled && group_m && group_blocked && i < P.nmmas; i++) {
+        const IrOp *o = P.mmas[i];
+        int g = find(&P, o->result);
+        const Type *t = ce_vtype(E, o->result);
+        bool tensor = ce_mma_on_tensor_cores(ce_vtype(E, o->args[0]), ce_vtype(E, o->args[1]), t);
+        int M = t->shape[t->rank - 2];
+        if (!tensor || (M >> E->warpbits) < 16 || M % (16 << E->warpbits) != 0) group_blocked[g] = true;
+        if (reg_a_candidate(E, o)) group_m[g] = true;
+    }
+    for (int i = 0; i < P.nmmas; i++) {
+        const IrOp *o = P.mmas[i];
+        const Type *t = ce_vtype(E, o->result);
+        int wmb, wnb, g = find(&P, o->result);
+        default_split(t->shape[t->rank - 2], t->shape[t->rank - 1], E->warpbits, &wmb, &wnb);
+        bool m_only = enabled && group_m && group_blocked && group_m[g] && !group_blocked[g];
+        if (m_only) wmb = E->warpbits, wnb = 0;
+        E->mma_split[o->result] = (signed char)(wmb | wnb << 4);
+        E->mma_reg_a[o->result] = m_only && reg_a_candidate(E, o);
+        if (E->mma_reg_a[o->result]) {
+            const Type *at = ce_vtype(E, o->args[0]);
+            E->mma_kperm[o->result] = kperm_choice(E, o);
+            Layout a = lay_mma_a(at, wmb, wnb, ce_is_half(at->dtype), E->mma_kperm[o->result]);
+            push_want(E, o->args[0], ce_lay_add(E, &a), 0);
+        }
+    }
+    free(group_m);
+    free(group_blocked);
+    free(P.parent);
+    free(P.mmas);
+}
+
+void ce_plan_split(Emitter *E, const IrOp *mma, int *wmb, int *wnb) {
+    const Type *t = ce_vtype(E, mma->result);
+    if (E->mma_split && E->mma_split[mma->result] >= 0) {
+        *wmb = E->mma_split[mma->result] & 15;
+        *wnb = E->mma_split[mma->result] >> 4;
+        return;
+    }
+    default_split(t->shape[t->rank - 2], t->shape[t->rank - 1], E->warpbits, wmb, wnb);
+}
+
+bool ce_plan_reg_a(Emitter *E, const IrOp *mma) { return E->mma_reg_a && E->mma_reg_a[mma->result]; }
+bool ce_plan_kperm(Emitter *E, const IrOp *mma) { return E->mma_kperm && E->mma_kperm[mma->result]; }
