@@ -215,7 +215,17 @@ void ce_emit_scan(Emitter *E, const IrOp *op) {
 /* Writes operand `id` ([batch.., R, C]) row-major into shared memory at
  * element offset `base` with row stride ld (padding against bank conflicts),
  * in vectors where the layout allows. */
-static void stage_operand(Emitter *E, int id, int64_t base, int ld) {
+/* Does operand `id` (rank 2, full layout) vectorise better along its rows
+ * than along its columns? */
+static bool stage_transposed(Emitter *E, int id) {
+    int lay = ce_val(E, id)->lay, max = 16 / ce_regsize(ce_vdt(E, id));
+    return ce_vtype(E, id)->rank == 2 && ce_vector_width(E, lay, 0, max) > ce_vector_width(E, lay, 1, max);
+}
+
+/* Stores operand `id` to shared memory at element `base`: rows `ld` elements
+ * apart ([.., R, C] as R rows of C), or, `transposed` (rank 2 only), its
+ * columns as rows ([C][R]). */
+static void stage_operand(Emitter *E, int id, int64_t base, int ld, bool transposed) {
     ce_make_full(E, id);
     Val *v = ce_val(E, id);
     const Type *t = ce_vtype(E, id);
@@ -223,11 +233,8 @@ static void stage_operand(Emitter *E, int id, int64_t base, int ld) {
     int rank = t->rank, lay = v->lay;
     const char *own = ce_owner(E, lay);
     if (own) ce_out(E, "if (%s) {", own), E->indent++;
-    int V = ce_vector_width(E, lay, rank - 1, 16 / ce_regsize(dt));
+    int V = ce_vector_width(E, lay, transposed ? rank - 2 : rank - 1, 16 / ce_regsize(dt));
     if (ce_regsize(dt) != 2 && ce_regsize(dt) != 4) V = 1;
-    int rows = 1;
-    for (int d = 0; d < rank - 1; d++) rows *= t->shape[d];
-    (void)rows;
     for (int r = 0; r < ce_nregs(E, lay); r += V) {
         /* row = batch * R + row coordinate */
         Buf rb = {0};
@@ -237,8 +244,10 @@ static void stage_operand(Emitter *E, int id, int64_t base, int ld) {
             for (int e = d + 1; e < rank - 1; e++) stride *= t->shape[e];
             ce_buf_printf(&rb, " + %s * %lld", ce_coord(E, lay, r, d), (long long)stride);
         }
-        const char *ptr = ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, rb.p, ld,
-                                  ce_coord(E, lay, r, rank - 1));
+        const char *col = ce_coord(E, lay, r, rank - 1);
+        const char *ptr = transposed
+            ? ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, col, ld, rb.p)
+            : ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, rb.p, ld, col);
         free(rb.p);
         if (V > 1) ce_vec_store(E, dt, ptr, v->name, lay, r, V);
         else ce_out(E, "*%s = %s;", ptr, ce_reg(E, v->name, lay, r));
@@ -396,24 +405,31 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     ce_decl(E, acc, d, lay);
     for (int r = 0; r < ce_nregs(E, lay); r++) ce_out(E, "%s = %s;", ce_reg(E, d, lay, r), ce_ew_cast(E, ct, acc, ce_reg(E, c, lay, r)));
     int s = ce_regsize(adt);
-    int lda = tensor ? K + (s == 2 ? 8 : 4) : K, ldb = tensor ? N + 8 : N;
     bool stage_a = !a_async && !reg_a;
-    int64_t a_elems = stage_a ? (int64_t)(abatch ? batch : 1) * M * lda : 0;
-    int64_t b_off = ((a_elems * s + 15) / 16) * 16 / ce_regsize(bdt);
-    int64_t b_elems = b_async ? 0 : (int64_t)(bbatch ? batch : 1) * K * ldb;
-    ce_need_smem(E, b_off * ce_regsize(bdt) + b_elems * ce_regsize(bdt));
     /* conversions use shared memory too: all of them before the staging */
     const char *areg = reg_a ? ce_convert(E, ce_val(E, ia)->name, ce_val(E, ia)->lay, adt, a_lay) : NULL;
+    if (stage_a) ce_make_full(E, ia);
+    if (!b_async) ce_make_full(E, ib);
+    /* A 16-bit operand whose registers run along its rows is staged transposed
+     * (A as [K][M], B as [N][K]): 16-byte stores instead of one per element,
+     * and ldmatrix reads it the other way round for free */
+    bool a_tr = stage_a && tensor && s == 2 && !abatch && stage_transposed(E, ia);
+    bool b_tr = !b_async && tensor && s == 2 && !bbatch && stage_transposed(E, ib) &&
+                !(reg_a && ce_plan_kperm(E, op));   /* a k-permuted A needs B as [K][N] */
+    int pad = s == 2 ? 8 : 4;
+    int lda = !tensor ? K : a_tr ? M + pad : K + pad, ldb = !tensor ? N : b_tr ? K + pad : N + 8;
+    int64_t a_elems = stage_a ? (int64_t)(abatch ? batch : 1) * (a_tr ? K : M) * lda : 0;
+    int64_t b_off = ((a_elems * s + 15) / 16) * 16 / ce_regsize(bdt);
+    int64_t b_elems = b_async ? 0 : (int64_t)(bbatch ? batch : 1) * (b_tr ? N : K) * ldb;
+    ce_need_smem(E, b_off * ce_regsize(bdt) + b_elems * ce_regsize(bdt));
     if (stage_a || !b_async) {
-        if (stage_a) ce_make_full(E, ia);
-        if (!b_async) ce_make_full(E, ib);
         if (!E->scratch_clean) ce_out(E, "__syncthreads();");
-        if (stage_a) stage_operand(E, ia, 0, lda);
-        if (!b_async) stage_operand(E, ib, b_off, ldb);
+        if (stage_a) stage_operand(E, ia, 0, lda, a_tr);
+        if (!b_async) stage_operand(E, ib, b_off, ldb, b_tr);
         ce_out(E, "__syncthreads();");
     }
-    if (stage_a) oa = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), lda, true, false};
-    if (!b_async) ob = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem + %lld)", ce_ctype(bdt), (long long)b_off), ldb, false, false};
+    if (stage_a) oa = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), lda, !a_tr, false};
+    if (!b_async) ob = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem + %lld)", ce_ctype(bdt), (long long)b_off), ldb, b_tr, false};
     ce_out(E, "{");
     E->indent++;
     const Layout *R = ce_lay(E, lay);

@@ -138,7 +138,9 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
     void *a = dev_random(ctx, in, nn, 1), *b = dev_random(ctx, in, nn, 2), *c;
     if (tile_malloc(ctx, nn * 4, &c) != TILE_OK) die(ctx, "alloc");
     int64_t shape[2] = {n, n};
-    static const int cfgs[][4] = {{128, 128, 32, 8}, {128, 64, 32, 4}, {64, 128, 32, 4}, {64, 64, 32, 4}, {128, 128, 64, 8}};
+    /* warp tiles 32x64 (8 warps on 128x128) up to 64x64 (4 warps on 128x128, 8 on 128x256) */
+    static const int cfgs[][4] = {{128, 128, 32, 8}, {128, 128, 32, 4}, {128, 256, 32, 8}, {128, 64, 32, 4},
+                                  {64, 128, 32, 4}, {64, 64, 32, 4}, {128, 128, 64, 8}};
     double best_ms = 1e30;
     char best[64] = "";
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
