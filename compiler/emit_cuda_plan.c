@@ -44,7 +44,14 @@ typedef struct Plan {
     int *parent;          /* nodes: value ids, then nvalues + local index */
     const IrOp **mmas;
     int nmmas, capmmas;
+    /* per value: acc_node's answer + 2 (0: not known yet), so that shared
+     * subexpressions are walked once, not once per path to them */
+    int *acc_memo;
+    unsigned *seen, stamp;   /* per value: the stamp of the last question that visited it */
 } Plan;
+
+/* Walks below stop this deep (the IR is a DAG; this only bounds the stack). */
+enum { PLAN_MAX_DEPTH = 256 };
 
 static int find(Plan *P, int x) {
     while (P->parent[x] != x) x = P->parent[x] = P->parent[P->parent[x]];
@@ -60,18 +67,18 @@ static void unite(Plan *P, int a, int b) {
  * through casts and element-wise ops (their first operand that has one). */
 static int acc_node(Plan *P, int id, int depth) {
     const IrFunc *f = P->E->f;
-    if (id < 0 || depth > 16) return -1;
+    if (id < 0 || depth > PLAN_MAX_DEPTH) return -1;
+    if (P->acc_memo[id]) return P->acc_memo[id] - 2;
     const IrOp *d = f->values[id].def;
-    if (!d) return -1;
-    if (d->op == OP_MMA) return id;
-    if (d->op == OP_LOCAL_GET) return f->nvalues + d->local;
-    if (!ir_op_is_elementwise(d->op)) return -1;
-    for (int a = 0; a < d->nargs; a++) {
-        if (type_numel(ir_type(f, d->args[a])) != type_numel(ir_type(f, id))) continue;
-        int n = acc_node(P, d->args[a], depth + 1);
-        if (n >= 0) return n;
-    }
-    return -1;
+    int n = -1;
+    if (!d) n = -1;
+    else if (d->op == OP_MMA) n = id;
+    else if (d->op == OP_LOCAL_GET) n = f->nvalues + d->local;
+    else if (ir_op_is_elementwise(d->op))
+        for (int a = 0; a < d->nargs && n < 0; a++)
+            if (type_numel(ir_type(f, d->args[a])) == type_numel(ir_type(f, id))) n = acc_node(P, d->args[a], depth + 1);
+    P->acc_memo[id] = n + 2;
+    return n;
 }
 
 static void collect(Plan *P, const IrBlock *blk) {
@@ -82,8 +89,10 @@ static void collect(Plan *P, const IrBlock *blk) {
         if (o->op == OP_MMA) {
             unite(P, o->result, acc_node(P, o->args[2], 0));
             if (P->nmmas == P->capmmas) {
-                P->capmmas = P->capmmas ? 2 * P->capmmas : 16;
-                P->mmas = realloc(P->mmas, sizeof *P->mmas * (size_t)P->capmmas);
+                int cap = P->capmmas ? 2 * P->capmmas : 16;
+                const IrOp **m = realloc(P->mmas, sizeof *m * (size_t)cap);
+                if (!m) continue;   /* out of memory: this mma keeps the default plan */
+                P->mmas = m, P->capmmas = cap;
             }
             P->mmas[P->nmmas++] = o;
         } else if (o->op == OP_LOCAL_SET) {
@@ -129,40 +138,46 @@ int ce_plan_layout(Emitter *E, int id, int fallback) {
 
 /* ---- the plan ------------------------------------------------------------------ */
 
-/* Does value `id` reach here through a permute (casts, element-wise ops and
- * reshapes looked through)? */
-static bool through_permute(Emitter *E, int id, int depth) {
-    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
+/* Does value `id` come from an op `target` accepts, through ops `pass` lets
+ * through?  Each value is visited once per question (P->seen holds the
+ * question's stamp), so shared subexpressions cost nothing more. */
+static bool reaches(Plan *P, int id, bool (*target)(OpId), bool (*pass)(OpId), int depth) {
+    if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return false;
+    P->seen[id] = P->stamp;
+    const IrOp *d = P->E->f->values[id].def;
     if (!d) return false;
-    if (d->op == OP_PERMUTE) return true;
-    if (d->op == OP_RESHAPE) return through_permute(E, d->args[0], depth + 1);
-    if (!ir_op_is_elementwise(d->op)) return false;
+    if (target(d->op)) return true;
+    if (!pass(d->op)) return false;
     for (int a = 0; a < d->nargs; a++)
-        if (through_permute(E, d->args[a], depth + 1)) return true;
+        if (reaches(P, d->args[a], target, pass, depth + 1)) return true;
     return false;
 }
-
-/* Does value `id` come from an mma's result (through casts, element-wise
- * ops and views)? */
-static bool from_mma(Emitter *E, int id, int depth) {
-    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
-    if (!d) return false;
-    if (d->op == OP_MMA) return true;
-    if (d->op == OP_RESHAPE || d->op == OP_PERMUTE || d->op == OP_BROADCAST) return from_mma(E, d->args[0], depth + 1);
-    if (!ir_op_is_elementwise(d->op)) return false;
-    for (int a = 0; a < d->nargs; a++)
-        if (from_mma(E, d->args[a], depth + 1)) return true;
-    return false;
+static bool is_permute(OpId op) { return op == OP_PERMUTE; }
+static bool is_mma(OpId op) { return op == OP_MMA; }
+static bool elementwise_or_reshape(OpId op) { return op == OP_RESHAPE || ir_op_is_elementwise(op); }
+static bool elementwise_or_view(OpId op) {
+    return op == OP_RESHAPE || op == OP_PERMUTE || op == OP_BROADCAST || ir_op_is_elementwise(op);
+}
+/* A transpose on the way (casts, element-wise ops and reshapes looked through)? */
+static bool through_permute(Plan *P, int id) {
+    P->stamp++;
+    return reaches(P, id, is_permute, elementwise_or_reshape, 0);
+}
+/* From an mma's result (casts, element-wise ops and views looked through)? */
+static bool from_mma(Plan *P, int id) {
+    P->stamp++;
+    return reaches(P, id, is_mma, elementwise_or_view, 0);
 }
 
 /* Permute A's k-step columns (lay_mma_a)?  When A comes from loads, not from
  * an mma's accumulator (which already lies as the unpermuted fragments), and
  * B's rows can be read in that order: ldmatrix.trans takes any row order, a
  * K-major B read by ldmatrix does not; tf32 fragments are read one by one. */
-static bool kperm_choice(Emitter *E, const IrOp *o) {
+static bool kperm_choice(Plan *P, const IrOp *o) {
+    Emitter *E = P->E;
     const char *off = getenv("TILEC_NO_KPERM");
     if (off && *off && strcmp(off, "0") != 0) return false;
-    if (from_mma(E, o->args[0], 0)) return false;
+    if (from_mma(P, o->args[0])) return false;
     bool kmajor = false;
     if (ce_vdt(E, o->args[1]) != DT_TF32 && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
     return true;
@@ -172,11 +187,12 @@ static bool kperm_choice(Emitter *E, const IrOp *o) {
  * is a transpose: its fragments would then be read element by element, where
  * the staged path transposes with ldmatrix for free (fwd_pass_state's
  * transpose(x * w) read that way spilled in tf32; not timed). */
-static bool reg_a_candidate(Emitter *E, const IrOp *o) {
+static bool reg_a_candidate(Plan *P, const IrOp *o) {
+    Emitter *E = P->E;
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
     if (!ce_mma_on_tensor_cores(at, bt, t) || at->rank != 2 || t->rank != 2) return false;
     if (ce_async_is_load(E, o->args[0]) || ce_async_is_view(E, o->args[0])) return false;
-    if (through_permute(E, o->args[0], 0)) return false;
+    if (through_permute(P, o->args[0])) return false;
     int M = at->shape[0];
     return (M >> E->warpbits) >= 16 && M % (16 << E->warpbits) == 0;
 }
@@ -192,8 +208,14 @@ void ce_plan(Emitter *E) {
         E->mma_split[i] = -1, E->mma_reg_a[i] = E->mma_kperm[i] = false, E->want[i] = -1;
     const char *off = getenv("TILEC_NO_REG_A");
     bool enabled = !(off && *off && strcmp(off, "0") != 0);
-    Plan P = {E, calloc((size_t)nodes, sizeof(int)), NULL, 0, 0};
-    if (!P.parent) return;
+    Plan P = {E, calloc((size_t)nodes, sizeof(int)), NULL, 0, 0, calloc((size_t)f->nvalues + 1, sizeof(int)),
+              calloc((size_t)f->nvalues + 1, sizeof(unsigned)), 0};
+    if (!P.parent || !P.acc_memo || !P.seen) {
+        free(P.parent);
+        free(P.acc_memo);
+        free(P.seen);
+        return;
+    }
     for (int i = 0; i < nodes; i++) P.parent[i] = i;
     collect(&P, f->body);
     /* a group goes M-only when one of its mmas reads A from registers and
@@ -206,7 +228,7 @@ void ce_plan(Emitter *E) {
         bool tensor = ce_mma_on_tensor_cores(ce_vtype(E, o->args[0]), ce_vtype(E, o->args[1]), t);
         int M = t->shape[t->rank - 2];
         if (!tensor || (M >> E->warpbits) < 16 || M % (16 << E->warpbits) != 0) group_blocked[g] = true;
-        if (reg_a_candidate(E, o)) group_m[g] = true;
+        if (reg_a_candidate(&P, o)) group_m[g] = true;
     }
     for (int i = 0; i < P.nmmas; i++) {
         const IrOp *o = P.mmas[i];
@@ -216,10 +238,10 @@ void ce_plan(Emitter *E) {
         bool m_only = enabled && group_m && group_blocked && group_m[g] && !group_blocked[g];
         if (m_only) wmb = E->warpbits, wnb = 0;
         E->mma_split[o->result] = (signed char)(wmb | wnb << 4);
-        E->mma_reg_a[o->result] = m_only && reg_a_candidate(E, o);
+        E->mma_reg_a[o->result] = m_only && reg_a_candidate(&P, o);
         if (E->mma_reg_a[o->result]) {
             const Type *at = ce_vtype(E, o->args[0]);
-            E->mma_kperm[o->result] = kperm_choice(E, o);
+            E->mma_kperm[o->result] = kperm_choice(&P, o);
             Layout a = lay_mma_a(at, wmb, wnb, ce_is_half(at->dtype), E->mma_kperm[o->result]);
             push_want(E, o->args[0], ce_lay_add(E, &a), 0);
         }
@@ -227,6 +249,8 @@ void ce_plan(Emitter *E) {
     free(group_m);
     free(group_blocked);
     free(P.parent);
+    free(P.acc_memo);
+    free(P.seen);
     free(P.mmas);
 }
 
