@@ -18,24 +18,8 @@ import os
 import random
 import sys
 
-
-def chain(depth, names, mask):
-    if depth == 0 or random.random() < 0.3:
-        return random.choice(names)
-    k = random.random()
-    a = chain(depth - 1, names, mask)
-    b = chain(depth - 1, names, mask)
-    if k < 0.25:
-        return f"({a} * {b})"
-    if k < 0.4:
-        return f"({a} - {b})"
-    if k < 0.6:
-        return f"exp2(minimum({a}, 0.0))"
-    if k < 0.75:
-        return f"maximum({a}, {b})"
-    if k < 0.9:
-        return f"where({mask}, {a}, 0.0)"
-    return f"({a} * 0.5 + 1.0)"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_mma_loops import expr as chain, write_programs  # noqa: E402  (the same chains and driver)
 
 
 def program(n):
@@ -87,14 +71,7 @@ kernel chains(q: {dt}[M, D], k: {dt}[N, D], v: {dt}[N, D], vt: {dt}[D, N], w: f3
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    out, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    random.seed(seed)
-    os.makedirs(out, exist_ok=True)
-    for n in range(count):
-        with open(os.path.join(out, f"chains_{n:04d}.tile"), "w") as f:
-            f.write(program(n))
+    write_programs(__doc__, program, lambda n: f"chains_{n:04d}.tile")
 
 
 if __name__ == "__main__":

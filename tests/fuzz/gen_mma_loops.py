@@ -16,12 +16,13 @@ import random
 import sys
 
 
-def expr(depth, names):
+def expr(depth, names, mask="rows >= cols"):
+    """A random element-wise chain over `names` (gen_mma_chains.py uses it too)."""
     if depth == 0 or random.random() < 0.3:
         return random.choice(names)
     k = random.random()
-    a = expr(depth - 1, names)
-    b = expr(depth - 1, names)
+    a = expr(depth - 1, names, mask)
+    b = expr(depth - 1, names, mask)
     if k < 0.25:
         return f"({a} * {b})"
     if k < 0.45:
@@ -31,7 +32,7 @@ def expr(depth, names):
     if k < 0.75:
         return f"maximum({a}, {b})"
     if k < 0.9:
-        return f"where(rows >= cols, {a}, 0.0)"
+        return f"where({mask}, {a}, 0.0)"
     return f"({a} + 1.5)"
 
 
@@ -63,15 +64,21 @@ def program():
 """
 
 
-def main():
+def write_programs(doc, make, name):
+    """OUT_DIR COUNT SEED from the command line: COUNT programs make(n) into
+    OUT_DIR/name(n) (gen_mma_chains.py uses it too)."""
     if len(sys.argv) != 4:
-        sys.exit(__doc__)
+        sys.exit(doc)
     out, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     random.seed(seed)
     os.makedirs(out, exist_ok=True)
     for n in range(count):
-        with open(os.path.join(out, f"m{n:05d}.tile"), "w") as f:
-            f.write(program())
+        with open(os.path.join(out, name(n)), "w") as f:
+            f.write(make(n))
+
+
+def main():
+    write_programs(__doc__, lambda n: program(), lambda n: f"m{n:05d}.tile")
 
 
 if __name__ == "__main__":
