@@ -100,6 +100,11 @@ void ce_fail(Emitter *E, const IrOp *op, const char *fmt, ...) {
     diag_error(E->diag, op ? op->loc : E->f->loc, "CUDA backend: %s", msg);
 }
 
+bool ce_env_flag(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 void ce_need_smem(Emitter *E, int64_t bytes) {
     if (bytes > E->smem_bytes) E->smem_bytes = (int)bytes;
 }
@@ -466,7 +471,7 @@ enum { REMAT_OPERANDS = 8 };   /* operands of one op that may be made again (ele
 static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool need_full, Val *saved, int want) {
     bool cheap[REMAT_OPERANDS] = {false}, any_cheap = false;
     for (int i = 0; i < n && i < REMAT_OPERANDS; i++) any_cheap |= cheap[i] = saved && ce_remat_cheap(E, ids[i]);
-    int best = -1;
+    int best = want;   /* the plan's, when it has one: operands that do not fit it are converted */
     for (int pass = 0; pass < 2 && best < 0; pass++)
         for (int i = 0; i < n; i++) {
             if (pass == 0 && i < REMAT_OPERANDS && cheap[i]) continue;
@@ -475,7 +480,6 @@ static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool 
         }
     int nbits = lay_log2(type_numel(t));
     if (best < 0 || ce_lay(E, best)->nbits != nbits) best = ce_blocked(E, t, -1);
-    if (want >= 0) best = want;   /* the plan's: operands that do not fit it are converted */
     bool ok = !need_full || lay_full(ce_lay(E, best));
     bool remat_needed = false;
     for (int i = 0; i < n && ok; i++) {
@@ -1589,8 +1593,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.threads = warps * 32;
     /* TILEC_NO_REMAT=1: convert through shared memory as before remat existed
      * (to measure what it gives; docs/performance.md) */
-    const char *no_remat = getenv("TILEC_NO_REMAT");
-    E.opt_remat = !(no_remat && *no_remat && strcmp(no_remat, "0") != 0);
+    E.opt_remat = !ce_env_flag("TILEC_NO_REMAT");
     /* TILEC_READBACK_MAX_BYTES=N: the largest tile read into registers that
      * rides a cp.async pipeline (default READBACK_MAX_BYTES; 0: none do); an
      * experiment knob */

@@ -91,6 +91,8 @@ const char *ce_fmt_str(Emitter *E, const char *fmt, ...) __attribute__((format(p
 const char *ce_fresh(Emitter *E, const char *prefix);
 void ce_fail(Emitter *E, const IrOp *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void ce_need_smem(Emitter *E, int64_t bytes);
+/* An experiment knob of the environment is set (to anything but "" or "0"). */
+bool ce_env_flag(const char *name);
 const char *ce_ctype(DType t);
 const char *ce_mtype(DType t);
 int ce_regsize(DType t);

@@ -212,9 +212,6 @@ void ce_emit_scan(Emitter *E, const IrOp *op) {
 
 /* ---- mma ------------------------------------------------------------------------ */
 
-/* Writes operand `id` ([batch.., R, C]) row-major into shared memory at
- * element offset `base` with row stride ld (padding against bank conflicts),
- * in vectors where the layout allows. */
 /* Does operand `id` (rank 2, full layout) vectorise better along its rows
  * than along its columns? */
 static bool stage_transposed(Emitter *E, int id) {
@@ -222,9 +219,10 @@ static bool stage_transposed(Emitter *E, int id) {
     return ce_vtype(E, id)->rank == 2 && ce_vector_width(E, lay, 0, max) > ce_vector_width(E, lay, 1, max);
 }
 
-/* Stores operand `id` to shared memory at element `base`: rows `ld` elements
- * apart ([.., R, C] as R rows of C), or, `transposed` (rank 2 only), its
- * columns as rows ([C][R]). */
+/* Writes operand `id` ([batch.., R, C]) into shared memory at element offset
+ * `base`, rows `ld` elements apart (padding against bank conflicts), or,
+ * `transposed` (rank 2 only), its columns as rows ([C][R]); in vectors where
+ * the layout allows. */
 static void stage_operand(Emitter *E, int id, int64_t base, int ld, bool transposed) {
     ce_make_full(E, id);
     Val *v = ce_val(E, id);
@@ -320,15 +318,35 @@ static void load_b_fragment(Emitter *E, const SmemOperand *o, int ni, bool pair,
     }
 }
 
+/* The second half of one k step, once fa[][] holds A's fragments: B's
+ * fragments from shared memory, then the MI x NI instructions into the
+ * accumulator registers `d` (layout `lay`) of batch bb. */
+static void emit_k_step_products(Emitter *E, DType adt, const SmemOperand *b, bool kperm, const char *d, int lay,
+                                 int bb, int MI, int NI) {
+    int s = ce_regsize(adt);
+    const char *mma = adt == DT_TF32 ? "tile_mma_m16n8k8_tf32" : adt == DT_BF16 ? "tile_mma_m16n8k16_bf16" : "tile_mma_m16n8k16_f16";
+    for (int ni = 0; ni < NI; ni++) {
+        bool pair = s == 2 && ni + 1 < NI && ni % 2 == 0;
+        load_b_fragment(E, b, ni, pair, s, kperm);
+        if (pair) ni++;
+    }
+    for (int mi = 0; mi < MI; mi++)
+        for (int ni = 0; ni < NI; ni++) {
+            int r0 = ((bb * MI + mi) * NI + ni) << 2;
+            ce_out(E, "%s(%s, %s, %s, %s, fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], fb[%d][0], fb[%d][1]);", mma,
+                ce_reg(E, d, lay, r0), ce_reg(E, d, lay, r0 + 1), ce_reg(E, d, lay, r0 + 2), ce_reg(E, d, lay, r0 + 3),
+                mi, mi, mi, mi, ni, ni);
+        }
+}
+
 /* The k steps of a tensor-core mma whose A operand is registers `areg` in
- * fragment layout a_lay (lay_mma_a): each step packs its fragments from
- * them, reads B's from shared memory and issues MI x NI instructions. */
+ * fragment layout a_lay (lay_mma_a), written out one by one (fragment
+ * registers are named, not indexed): each packs its fragments from them. */
 static void emit_mma_reg_a(Emitter *E, const IrOp *op, const char *areg, int a_lay, bool kperm, const SmemOperand *b,
                            const char *d, int lay, int MI, int NI) {
     DType adt = ce_vdt(E, op->args[0]);
     int K = ce_vtype(E, op->args[0])->shape[1], s = ce_regsize(adt);
     int kstep = s == 2 ? 16 : 8, KS = K / kstep, per = s == 2 ? 8 : 4;
-    const char *mma = adt == DT_TF32 ? "tile_mma_m16n8k8_tf32" : adt == DT_BF16 ? "tile_mma_m16n8k16_bf16" : "tile_mma_m16n8k16_f16";
     for (int ks = 0; ks < KS; ks++) {
         ce_out(E, "{");
         E->indent++;
@@ -350,18 +368,7 @@ static void emit_mma_reg_a(Emitter *E, const IrOp *op, const char *areg, int a_l
                 }
             }
         }
-        for (int ni = 0; ni < NI; ni++) {
-            bool pair = s == 2 && ni + 1 < NI && ni % 2 == 0;
-            load_b_fragment(E, b, ni, pair, s, kperm);
-            if (pair) ni++;
-        }
-        for (int mi = 0; mi < MI; mi++)
-            for (int ni = 0; ni < NI; ni++) {
-                int r0 = (mi * NI + ni) << 2;
-                ce_out(E, "%s(%s, %s, %s, %s, fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], fb[%d][0], fb[%d][1]);", mma,
-                    ce_reg(E, d, lay, r0), ce_reg(E, d, lay, r0 + 1), ce_reg(E, d, lay, r0 + 2), ce_reg(E, d, lay, r0 + 3),
-                    mi, mi, mi, mi, ni, ni);
-            }
+        emit_k_step_products(E, adt, b, kperm, d, lay, 0, MI, NI);
         E->indent--;
         ce_out(E, "}");
     }
@@ -449,7 +456,6 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         ce_out(E, "const int g = lane >> 2, q = lane & 3;");
         ce_out(E, "(void)g; (void)q;");
         ce_out(E, "unsigned fa[%d][4], fb[%d][2];", MI, NI);
-        const char *mma = adt == DT_TF32 ? "tile_mma_m16n8k8_tf32" : adt == DT_BF16 ? "tile_mma_m16n8k16_bf16" : "tile_mma_m16n8k16_f16";
         for (int bb = 0; bb < batch; bb++) {
             SmemOperand a = oa, b = ob;   /* batch bb: whole operands further on */
             if (abatch && bb) a.base = ce_fmt_str(E, "(%s + %lld)", oa.base, (long long)bb * M * lda);
@@ -462,18 +468,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
             ce_out(E, "for (int k0 = 0; k0 < %d; k0 += %d) {", K, kstep);
             E->indent++;
             for (int mi = 0; mi < MI; mi++) load_a_fragment(E, &a, mi, s);
-            for (int ni = 0; ni < NI; ni++) {
-                bool pair = s == 2 && ni + 1 < NI && ni % 2 == 0;
-                load_b_fragment(E, &b, ni, pair, s, false);
-                if (pair) ni++;
-            }
-            for (int mi = 0; mi < MI; mi++)
-                for (int ni = 0; ni < NI; ni++) {
-                    int r0 = ((bb * MI + mi) * NI + ni) << 2;
-                    ce_out(E, "%s(%s, %s, %s, %s, fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], fb[%d][0], fb[%d][1]);", mma,
-                        ce_reg(E, d, lay, r0), ce_reg(E, d, lay, r0 + 1), ce_reg(E, d, lay, r0 + 2), ce_reg(E, d, lay, r0 + 3),
-                        mi, mi, mi, mi, ni, ni);
-                }
+            emit_k_step_products(E, adt, &b, false, d, lay, bb, MI, NI);
             E->indent--;
             ce_out(E, "}");
         }

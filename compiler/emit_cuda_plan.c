@@ -175,8 +175,7 @@ static bool from_mma(Plan *P, int id) {
  * K-major B read by ldmatrix does not; tf32 fragments are read one by one. */
 static bool kperm_choice(Plan *P, const IrOp *o) {
     Emitter *E = P->E;
-    const char *off = getenv("TILEC_NO_KPERM");
-    if (off && *off && strcmp(off, "0") != 0) return false;
+    if (ce_env_flag("TILEC_NO_KPERM")) return false;
     if (from_mma(P, o->args[0])) return false;
     bool kmajor = false;
     if (ce_vdt(E, o->args[1]) != DT_TF32 && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
@@ -206,8 +205,7 @@ void ce_plan(Emitter *E) {
     E->want = ARENA_ARRAY(&E->mem, int, f->nvalues + 1);
     for (int i = 0; i < f->nvalues; i++)
         E->mma_split[i] = -1, E->mma_reg_a[i] = E->mma_kperm[i] = false, E->want[i] = -1;
-    const char *off = getenv("TILEC_NO_REG_A");
-    bool enabled = !(off && *off && strcmp(off, "0") != 0);
+    bool enabled = !ce_env_flag("TILEC_NO_REG_A");
     Plan P = {E, calloc((size_t)nodes, sizeof(int)), NULL, 0, 0, calloc((size_t)f->nvalues + 1, sizeof(int)),
               calloc((size_t)f->nvalues + 1, sizeof(unsigned)), 0};
     if (!P.parent || !P.acc_memo || !P.seen) {
@@ -228,7 +226,8 @@ void ce_plan(Emitter *E) {
         bool tensor = ce_mma_on_tensor_cores(ce_vtype(E, o->args[0]), ce_vtype(E, o->args[1]), t);
         int M = t->shape[t->rank - 2];
         if (!tensor || (M >> E->warpbits) < 16 || M % (16 << E->warpbits) != 0) group_blocked[g] = true;
-        if (reg_a_candidate(&P, o)) group_m[g] = true;
+        E->mma_reg_a[o->result] = reg_a_candidate(&P, o);   /* a candidate, so far */
+        if (E->mma_reg_a[o->result]) group_m[g] = true;
     }
     for (int i = 0; i < P.nmmas; i++) {
         const IrOp *o = P.mmas[i];
@@ -238,7 +237,7 @@ void ce_plan(Emitter *E) {
         bool m_only = enabled && group_m && group_blocked && group_m[g] && !group_blocked[g];
         if (m_only) wmb = E->warpbits, wnb = 0;
         E->mma_split[o->result] = (signed char)(wmb | wnb << 4);
-        E->mma_reg_a[o->result] = m_only && reg_a_candidate(&P, o);
+        E->mma_reg_a[o->result] = m_only && E->mma_reg_a[o->result];
         if (E->mma_reg_a[o->result]) {
             const Type *at = ce_vtype(E, o->args[0]);
             E->mma_kperm[o->result] = kperm_choice(&P, o);
