@@ -153,7 +153,6 @@ static bool reaches(Plan *P, int id, bool (*target)(OpId), bool (*pass)(OpId), i
     return false;
 }
 static bool is_permute(OpId op) { return op == OP_PERMUTE; }
-static bool is_mma(OpId op) { return op == OP_MMA; }
 static bool elementwise_or_reshape(OpId op) { return op == OP_RESHAPE || ir_op_is_elementwise(op); }
 static bool elementwise_or_view(OpId op) {
     return op == OP_RESHAPE || op == OP_PERMUTE || op == OP_BROADCAST || ir_op_is_elementwise(op);
@@ -163,10 +162,30 @@ static bool through_permute(Plan *P, int id) {
     P->stamp++;
     return reaches(P, id, is_permute, elementwise_or_reshape, 0);
 }
-/* From an mma's result (casts, element-wise ops and views looked through)? */
+/* Does the accumulator group of mma or local node `node` hold an mma? */
+static bool group_has_mma(Plan *P, int node) {
+    int g = find(P, node);
+    for (int i = 0; i < P->nmmas; i++)
+        if (find(P, P->mmas[i]->result) == g) return true;
+    return false;
+}
+static bool from_mma_walk(Plan *P, int id, int depth) {
+    if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return false;
+    P->seen[id] = P->stamp;
+    const IrOp *d = P->E->f->values[id].def;
+    if (!d) return false;
+    if (d->op == OP_MMA) return true;
+    if (d->op == OP_LOCAL_GET) return group_has_mma(P, P->E->f->nvalues + d->local);
+    if (!elementwise_or_view(d->op)) return false;
+    for (int a = 0; a < d->nargs; a++)
+        if (from_mma_walk(P, d->args[a], depth + 1)) return true;
+    return false;
+}
+/* From an mma's result (casts, element-wise ops and views looked through,
+ * and locals that hold an mma's result, as a sum over slices of k)? */
 static bool from_mma(Plan *P, int id) {
     P->stamp++;
-    return reaches(P, id, is_mma, elementwise_or_view, 0);
+    return from_mma_walk(P, id, 0);
 }
 
 /* Permute A's k-step columns (lay_mma_a)?  When A comes from loads, not from
@@ -194,6 +213,55 @@ static bool reg_a_candidate(Plan *P, const IrOp *o) {
     if (through_permute(P, o->args[0])) return false;
     int M = at->shape[0];
     return (M >> E->warpbits) >= 16 && M % (16 << E->warpbits) == 0;
+}
+
+/* Do values a and b share a source (casts, element-wise ops and views looked
+ * through)?  Two mmas reading one value as A must agree on its layout. */
+static void mark_sources(Plan *P, int id, int depth) {
+    if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return;
+    P->seen[id] = P->stamp;
+    const IrOp *d = P->E->f->values[id].def;
+    if (d && elementwise_or_view(d->op))
+        for (int a = 0; a < d->nargs; a++) mark_sources(P, d->args[a], depth + 1);
+}
+static bool reaches_marked(Plan *P, int id, unsigned mark, int depth) {
+    if (id < 0 || depth > PLAN_MAX_DEPTH) return false;
+    if (P->seen[id] == mark) return true;
+    if (P->seen[id] == P->stamp) return false;
+    P->seen[id] = P->stamp;
+    const IrOp *d = P->E->f->values[id].def;
+    if (d && elementwise_or_view(d->op))
+        for (int a = 0; a < d->nargs; a++)
+            if (reaches_marked(P, d->args[a], mark, depth + 1)) return true;
+    return false;
+}
+static bool share_source(Plan *P, int a, int b) {
+    P->stamp++;
+    unsigned mark = P->stamp;
+    mark_sources(P, a, 0);
+    P->stamp++;
+    return reaches_marked(P, b, mark, 0);
+}
+
+/* The mmas whose results feed value `id` through casts and element-wise ops
+ * of the same shape (an A operand made from a product, as attention's P from
+ * its scores): their groups go M-only too, so that the accumulator's
+ * registers already are the operand's fragments. */
+static void mark_source_mmas(Plan *P, int id, bool *group_m, const bool *group_blocked, int depth) {
+    const IrFunc *f = P->E->f;
+    if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return;
+    P->seen[id] = P->stamp;
+    const IrOp *d = f->values[id].def;
+    if (!d) return;
+    if (d->op == OP_MMA || d->op == OP_LOCAL_GET) {
+        int g = find(P, d->op == OP_MMA ? d->result : f->nvalues + d->local);
+        if (!group_blocked[g]) group_m[g] = true;
+        return;
+    }
+    if (!ir_op_is_elementwise(d->op)) return;
+    for (int a = 0; a < d->nargs; a++)
+        if (type_numel(ir_type(f, d->args[a])) == type_numel(ir_type(f, id)))
+            mark_source_mmas(P, d->args[a], group_m, group_blocked, depth + 1);
 }
 
 void ce_plan(Emitter *E) {
@@ -229,6 +297,11 @@ void ce_plan(Emitter *E) {
         E->mma_reg_a[o->result] = reg_a_candidate(&P, o);   /* a candidate, so far */
         if (E->mma_reg_a[o->result]) group_m[g] = true;
     }
+    for (int i = 0; enabled && group_m && group_blocked && i < P.nmmas; i++)
+        if (E->mma_reg_a[P.mmas[i]->result]) {
+            P.stamp++;
+            mark_source_mmas(&P, P.mmas[i]->args[0], group_m, group_blocked, 0);
+        }
     for (int i = 0; i < P.nmmas; i++) {
         const IrOp *o = P.mmas[i];
         const Type *t = ce_vtype(E, o->result);
@@ -238,12 +311,30 @@ void ce_plan(Emitter *E) {
         if (m_only) wmb = E->warpbits, wnb = 0;
         E->mma_split[o->result] = (signed char)(wmb | wnb << 4);
         E->mma_reg_a[o->result] = m_only && E->mma_reg_a[o->result];
-        if (E->mma_reg_a[o->result]) {
-            const Type *at = ce_vtype(E, o->args[0]);
-            E->mma_kperm[o->result] = kperm_choice(&P, o);
-            Layout a = lay_mma_a(at, wmb, wnb, ce_is_half(at->dtype), E->mma_kperm[o->result]);
-            push_want(E, o->args[0], ce_lay_add(E, &a), 0);
-        }
+        if (E->mma_reg_a[o->result]) E->mma_kperm[o->result] = kperm_choice(&P, o);
+    }
+    /* mmas reading one value as A (a C tile used by two products) read it in
+     * one layout: permuted only if every one of them can be */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < P.nmmas; i++)
+            for (int j = 0; j < P.nmmas; j++) {
+                const IrOp *a = P.mmas[i], *b = P.mmas[j];
+                if (!E->mma_reg_a[a->result] || !E->mma_reg_a[b->result] || !E->mma_kperm[a->result] ||
+                    E->mma_kperm[b->result] || !share_source(&P, a->args[0], b->args[0]))
+                    continue;
+                E->mma_kperm[a->result] = false;
+                changed = true;
+            }
+    }
+    for (int i = 0; i < P.nmmas; i++) {
+        const IrOp *o = P.mmas[i];
+        if (!E->mma_reg_a[o->result]) continue;
+        int wmb, wnb;
+        ce_plan_split(E, o, &wmb, &wnb);
+        const Type *at = ce_vtype(E, o->args[0]);
+        Layout a = lay_mma_a(at, wmb, wnb, ce_is_half(at->dtype), E->mma_kperm[o->result]);
+        push_want(E, o->args[0], ce_lay_add(E, &a), 0);
     }
     free(group_m);
     free(group_blocked);
