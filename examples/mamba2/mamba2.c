@@ -41,6 +41,10 @@ static const char usage_text[] =
     "           --heads-per-block N (kernel 3 on N heads of a group per block; bf16/f16 inputs)\n"
     "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
     "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
+    "           --scores separate|fused (kernel 3's C Bᵀ scores: computed once per group by a\n"
+    "           fourth launch and read back, the default; or computed in kernel 3's loop from\n"
+    "           C_m kept in registers, one head per block, --block-n-out covering dstate)\n"
+    "           --occupancy-out N (blocks per SM kernel 3's registers are sized for)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -169,8 +173,14 @@ static int parse_args(int argc, char **argv, Config *cfg) {
             }
             cfg->opt.carry_tf32 = !strcmp(value, "tf32");
         }
+        else if (!strcmp(flag, "--scores")) {
+            if (!strcmp(value, "fused")) cfg->opt.scores = M2_SCORES_FUSED;
+            else if (!strcmp(value, "separate")) cfg->opt.scores = M2_SCORES_SEPARATE;
+            else { fprintf(stderr, "mamba2: --scores expects fused or separate, got '%s'\n", value); rc = -1; }
+        }
         else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
         else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
+        else if (!strcmp(flag, "--occupancy-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.occupancy_out);
         else if (!strcmp(flag, "--tol")) rc = parse_double(flag, value, &cfg->tol);
         else if (!strcmp(flag, "--dt-min")) rc = parse_double(flag, value, &cfg->opt.dt_min);
         else if (!strcmp(flag, "--dt-max")) rc = parse_double(flag, value, &cfg->opt.dt_max);
@@ -259,8 +269,10 @@ static int min_int(int a, int b) { return a < b ? a : b; }
 static int max_int(int a, int b) { return a > b ? a : b; }
 static int cdiv_int(int a, int b) { return (a + b - 1) / b; }
 
-/* Four launches of the three programs: compute_out.tile first computes the
- * chunk's C Bᵀ scores once per group (chunk_scores), then the output. */
+/* The launches of the three programs.  compute_out.tile either computes the
+ * chunk's C Bᵀ scores inside the output kernel (fused, three launches) or
+ * first once per group (chunk_scores, a fourth launch) for the output kernel
+ * to read. */
 enum { K_CUMSUM, K_STATE, K_SCORES, K_OUT, K_COUNT };
 static const char *const kernel_label[K_COUNT] = {"chunk_cumsum", "fwd_pass_state", "chunk_scores", "compute_out"};
 
@@ -274,7 +286,8 @@ typedef struct Run {
     /* device buffers */
     void *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *initial, *dt_out, *dA_cumsum, *states, *final_states, *y, *dummy;
     void *dA_lo;                   /* --precision fp32: the decays' low parts (chunk_cumsum.tile) */
-    void *scores;                  /* (batch, chunk, group, Q, Q) f32 */
+    void *scores;                  /* (batch, chunk, group, Q, Q) f32; NULL when fused */
+    int skip[K_COUNT];             /* kernels not launched (chunk_scores when fused) */
     int Bt, H, P, N, Q, G, nchunks;   /* what the grids depend on besides the block sizes */
 } Run;
 
@@ -425,9 +438,13 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (alloc_zero(run, &run->dummy, 16) || alloc_zero(run, &run->dt_out, ntok * 4) ||
         alloc_zero(run, &run->dA_cumsum, ntok * 4) ||
         alloc_zero(run, &run->states, (size_t)Bt * nchunks * H * P * N * (size_t)tile_dtype_size(sdt)) ||
-        alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)) ||
-        alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4))
+        alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)))
         return -1;
+    /* several heads per block: one kernel generic over the dtypes, scores read from chunk_scores */
+    const int heads = o->heads_per_block > 1 ? o->heads_per_block : 1;
+    const int fused = o->scores == M2_SCORES_FUSED;
+    run->skip[K_SCORES] = fused;
+    if (!fused && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
     if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
 
     char dir[4096];
@@ -437,8 +454,6 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     snprintf(name[K_CUMSUM], sizeof name[K_CUMSUM], "chunk_cumsum");
     snprintf(name[K_STATE], sizeof name[K_STATE], "fwd_pass_state_%s_s%s", short_dtype(dt), short_dtype(sdt));
     snprintf(name[K_SCORES], sizeof name[K_SCORES], "chunk_scores_%s", short_dtype(dt));
-    /* several heads per block (main checked the flag): one kernel generic over the dtypes (T, S) */
-    const int heads = o->heads_per_block > 1 ? o->heads_per_block : 1;
     if (heads > 1) snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_heads");
     else snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
     if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
@@ -457,14 +472,24 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
      * tokens per step.  compute_out: dstate in slices of 32
      * keeps registers bounded.  (The fastest of a sweep on the H200.) */
     const int block_n_state = o->block_n_state ? o->block_n_state : min_int(128, max_int(16, pow2_at_least(N)));
-    const int block_n_out = o->block_n_out ? o->block_n_out : min_int(32, max_int(16, pow2_at_least(N)));
+    /* fused: C_m stays in registers for every step's scores, so its tile
+     * covers dstate (main refuses a smaller --block-n-out) */
+    const int block_n_out = o->block_n_out ? o->block_n_out
+                                           : fused ? max_int(16, pow2_at_least(N)) : min_int(32, max_int(16, pow2_at_least(N)));
     /* compute_out's row block: 128 tokens for 16-bit inputs (1.43 vs 1.71 ms
      * at (8, 4096, 80, 64, 128, 1, 256) bf16 on the H200), 64 for f32 (2.03
      * vs 2.62 ms in tf32: 128 rows of f32 scores leave one block per SM). */
-    const int block_m = min_int(o->block_m ? o->block_m : dt == TILE_F32 || heads > 1 ? 64 : 128, Q);
+    const int block_m = min_int(o->block_m ? o->block_m : dt == TILE_F32 || heads > 1 || fused ? 64 : 128, Q);
     const int block_k = min_int(o->block_k ? o->block_k : 64, Q);
-    /* with several heads per block, 32 keeps it within 128 registers */
-    const int block_k_out = min_int(o->block_k_out ? o->block_k_out : heads > 1 ? 32 : 64, block_m);
+    /* with several heads per block, 32 keeps it within 128 registers.  Fused
+     * (C_m's fragments, the scores and the output all in registers): 64 rows on
+     * 4 warps, 16 rows each, in 32-token steps (156-168 registers, 3 blocks
+     * per SM; 16-token steps for f32, whose C_m takes twice the registers).
+     * No spills at (64, 128) (ptxas); not yet timed on the GPU. */
+    const int block_k_out = min_int(o->block_k_out ? o->block_k_out : heads > 1 || (fused && dt != TILE_F32) ? 32
+                                                                    : fused ? 16 : 64, block_m);
+    const int warps_out = o->warps_out ? o->warps_out : fused ? 4 : 0;
+    const int occupancy_out = o->occupancy_out ? o->occupancy_out : fused ? (dt == TILE_F32 ? 2 : 3) : 0;
 
     /* The plain run's constants.  --tune holds only what the run fixes (the
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches
@@ -486,17 +511,23 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (o->block_k) f2[nf2++] = (tile_const){"BLOCK_K", 0, block_k, 0};
     if (o->block_n_state) f2[nf2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
 
-    tile_const c3[12] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0},
+    tile_const c3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0},
                         {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_out, 0},
                         {"BLOCK_K", 0, block_k_out, 0}};
-    tile_const f3[12] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0}};
+    tile_const f3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0}};
     int n3 = 7, nf3 = 3;
     if (dt == TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"TF32", 0, tf32, 0};
-    if (o->warps_out) c3[n3++] = f3[nf3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
+    if (warps_out) c3[n3++] = (tile_const){"num_warps", 0, warps_out, 0};
+    if (o->warps_out) f3[nf3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
+    if (occupancy_out) c3[n3++] = (tile_const){"occupancy", 0, occupancy_out, 0};
+    if (o->occupancy_out) f3[nf3++] = (tile_const){"occupancy", 0, o->occupancy_out, 0};
     if (o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
     if (o->block_m) f3[nf3++] = (tile_const){"BLOCK_M", 0, block_m, 0};
     if (o->block_k_out) f3[nf3++] = (tile_const){"BLOCK_K", 0, block_k_out, 0};
     if (o->carry_tf32 && dt != TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"CARRY_TF32", 0, 1, 0};
+    if (heads == 1) c3[n3++] = f3[nf3++] = (tile_const){"FUSED", 0, fused, 0};
+    /* fused: the tuner keeps dstate in one slice (smaller ones re-read C in the loop) */
+    if (fused && !o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
     if (heads > 1) {
         c3[n3++] = f3[nf3++] = tile_const_dtype("T", dt);
         c3[n3++] = f3[nf3++] = tile_const_dtype("S", sdt);
@@ -550,12 +581,15 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[2] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
     run->nargs[K_SCORES] = 3;
 
-    /* compute_out(x, Cmat, cb, z, D, dt_out, dA_cumsum, [dA_lo: the f32 kernels,] states, y) */
+    /* compute_out(x, [Bmat: one head per block,] Cmat, cb, z, D, dt_out, dA_cumsum,
+     * [dA_lo: the f32 kernels,] states, y); cb is not read when fused */
     a = run->args[K_OUT];
     na = 0;
     a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
+    if (heads == 1) a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
     a[na++] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
-    a[na++] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
+    a[na++] = fused ? array_arg(run->dummy, TILE_F32, 5, 1, 1, 1, 1, 1)
+                    : array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
     a[na++] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
     a[na++] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0)
                     : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
@@ -569,6 +603,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     const tile_const *consts[K_COUNT] = {c1, c2, c4, c3}, *fixed[K_COUNT] = {f1, f2, f4, f3};
     const int nconsts[K_COUNT] = {n1, n2, n4, n3}, nfixed[K_COUNT] = {nf1, nf2, nf4, nf3};
     for (int k = 0; k < K_COUNT; k++) {
+        if (run->skip[k]) continue;
         if (tune) {
             if (tune_kernel(run, k, name[k], fixed[k], nfixed[k], verbose)) return -1;
         } else {
@@ -584,6 +619,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
 static int run_launch(Run *run, tile_event **ev) {
     for (int k = 0; k < K_COUNT; k++) {
         if (ev) TRY(tile_event_record(ev[k], NULL));
+        if (run->skip[k]) continue;
         tile_status st = tile_launch(run->kern[k], run->grid[k], run->args[k], run->nargs[k], NULL);
         if (st != TILE_OK) {
             fprintf(stderr, "mamba2: launch of %s failed: %s\n%s\n", kernel_label[k], tile_status_name(st),
@@ -680,7 +716,8 @@ static int bench(Run *run, const M2Inputs *in, const M2Options *o, int iters, in
                tile_ctx_backend(run->ctx) == TILE_BACKEND_CUDA ? "cuda" : "cpu", tile_ctx_device_name(run->ctx),
                iters, warmup);
         for (int k = 0; k < K_COUNT; k++)
-            printf("  %-15s %10.4f ms\n", kernel_label[k], median(times[k], iters));
+            if (!run->skip[k]) printf("  %-15s %10.4f ms\n", kernel_label[k], median(times[k], iters));
+            else printf("  %-15s %10s (fused into compute_out)\n", kernel_label[k], "-");
         printf("  %-15s %10.4f ms\n", "total", total_ms);
         printf("  traffic  %.3f GB compulsory -> %.1f GB/s (floor %.4f ms at 4.23 TB/s)\n", bytes * 1e-9,
                bytes / (total_ms * 1e-3) * 1e-9, bytes / 4.23e12 * 1e3);
@@ -762,6 +799,20 @@ int main(int argc, char **argv) {
     if (hpb > 1 && (cfg.opt.dtype == TILE_F32 || cfg.opt.carry_tf32 || (s->heads / s->groups) % hpb != 0)) {
         fprintf(stderr, "mamba2: --heads-per-block %d needs bf16 or f16 inputs without --carry tf32, and must divide "
                         "the heads of a group (%d / %d = %d)\n", hpb, s->heads, s->groups, s->heads / s->groups);
+        m2_inputs_free(&in);
+        return EXIT_USAGE;
+    }
+    if (hpb > 1 && cfg.opt.scores == M2_SCORES_FUSED) {
+        fprintf(stderr, "mamba2: --scores fused runs one head per block; --heads-per-block %d reads the scores "
+                        "from chunk_scores (--scores separate)\n", hpb);
+        m2_inputs_free(&in);
+        return EXIT_USAGE;
+    }
+    /* fused keeps all of C_m's dstate columns in one tile (compute_out.tile
+     * writes NaN rather than a y without the rest) */
+    if (cfg.opt.scores == M2_SCORES_FUSED && cfg.opt.block_n_out && cfg.opt.block_n_out < s->dstate) {
+        fprintf(stderr, "mamba2: --scores fused needs --block-n-out of at least dstate (%d), got %d\n", s->dstate,
+                cfg.opt.block_n_out);
         m2_inputs_free(&in);
         return EXIT_USAGE;
     }

@@ -61,7 +61,14 @@ typedef struct M2Options {
     int block_m;                     /* tokens per row block of kernel 3 (and of its scores); 0 = 128 for
                                         16-bit inputs, 64 for f32 */
     int carry_tf32;                  /* --carry tf32: kernel 3's C·h_cᵀ in tf32 (16-bit inputs) */
+    int scores;                      /* --scores: kernel 3's C Bᵀ scores, M2_SCORES_* */
+    int occupancy_out;               /* --occupancy-out: kernel 3's blocks per SM; 0 = the default */
 } M2Options;
+
+/* Where kernel 3 gets its C_m B_kᵀ scores: SEPARATE (chunk_scores, a fourth
+ * launch, the default until FUSED is timed on the GPU) or FUSED (computed in
+ * kernel 3's loop from C_m held in registers). */
+enum { M2_SCORES_DEFAULT, M2_SCORES_FUSED, M2_SCORES_SEPARATE };
 
 /* Results, host arrays. */
 typedef struct M2Outputs {

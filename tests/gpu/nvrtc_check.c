@@ -3,7 +3,9 @@
  * no local-memory spills, and mma kernels with f16 / bf16 / tf32 operands
  * contain mma.sync.  Needs no GPU.  Prints one line per kernel.
  *
- *   nvrtc_check [--arch 90] [--emit DIR] [--aligned-only] [-D NAME=V]... FILE.tile...
+ *   nvrtc_check [--arch 90] [--emit DIR] [--aligned-only] [--kernel SUBSTR] [-D NAME=V]... FILE.tile...
+ * -D applies to the kernels declaring that constant; num_warps and occupancy
+ * (the hints) to every kernel.  --kernel: only kernels whose name contains SUBSTR.
  * Each kernel is compiled twice: as the runtime specialises it for aligned
  * arrays with 31-bit offsets (vec16), and for arbitrary arrays (plain);
  * --aligned-only checks the first alone.
@@ -47,6 +49,7 @@ static bool has_const_without_default(const Decl *k, const ConstBinding *defs, i
 int main(int argc, char **argv) {
     int arch = 90, failures = 0, checked = 0, nvariants = 2;
     const char *emit_dir = NULL;
+    const char *only = NULL;   /* --kernel: only kernels whose name contains this */
     ConstBinding defs[64];
     int ndefs = 0;
     Arena scratch;
@@ -55,6 +58,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) { arch = atoi(argv[++i]); continue; }
         if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) { emit_dir = argv[++i]; continue; }
         if (strcmp(argv[i], "--aligned-only") == 0) { nvariants = 1; continue; }
+        if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) { only = argv[++i]; continue; }
         if (strcmp(argv[i], "-D") == 0 && i + 1 < argc && ndefs < 64) {
             char err[256];
             if (!const_binding_parse(&scratch, argv[++i], &defs[ndefs], err, sizeof err)) {
@@ -78,16 +82,20 @@ int main(int argc, char **argv) {
             goto next;
         }
         for (const Decl *k = prog->decls; k; k = k->next) {
-            if (k->kind != DECL_KERNEL) continue;
+            if (k->kind != DECL_KERNEL || (only && !strstr(k->name, only))) continue;
             if (has_const_without_default(k, defs, ndefs)) {
                 printf("%-28s %-22s skipped (constants without defaults)\n", path, k->name);
                 continue;
             }
             ConstBinding mine[64];
             int nmine = 0;
-            for (int j = 0; j < ndefs; j++)
-                for (const Param *p = k->params; p; p = p->next)
-                    if (p->kind == PARAM_CONST && strcmp(p->name, defs[j].name) == 0) mine[nmine++] = defs[j];
+            for (int j = 0; j < ndefs; j++) {
+                /* the hints apply to every kernel; other names to those declaring them */
+                bool hint = !strcmp(defs[j].name, "num_warps") || !strcmp(defs[j].name, "occupancy");
+                for (const Param *p = k->params; p && !hint; p = p->next)
+                    if (p->kind == PARAM_CONST && strcmp(p->name, defs[j].name) == 0) hint = true;
+                if (hint) mine[nmine++] = defs[j];
+            }
             IrFunc *f = lower_kernel(&a, &d, prog, k->name, mine, nmine);
             if (!f || d.nerrors) {
                 fprintf(stderr, "%s", diag_text(&d));

@@ -216,7 +216,8 @@ static int forward_run(tile_ctx *ctx, Forward *f, float *y_host) {
                             arr(final_states, TILE_F32, 4, BT, H, P, NS, 0)};
     const tile_arg a4[3] = {arr(f->B, TILE_F32, 4, BT, L, G, NS, 0), arr(f->C, TILE_F32, 4, BT, L, G, NS, 0),
                             arr(cb, TILE_F32, 5, BT, NCHUNKS, G, Q, Q)};
-    const tile_arg a3[10] = {arr(f->x, TILE_F32, 4, BT, L, H, P, 0), arr(f->C, TILE_F32, 4, BT, L, G, NS, 0),
+    const tile_arg a3[11] = {arr(f->x, TILE_F32, 4, BT, L, H, P, 0), arr(f->B, TILE_F32, 4, BT, L, G, NS, 0),
+                            arr(f->C, TILE_F32, 4, BT, L, G, NS, 0),
                             arr(cb, TILE_F32, 5, BT, NCHUNKS, G, Q, Q), arr(f->dummy, TILE_F32, 4, 1, 1, 1, 1, 0),
                             arr(f->D, TILE_F32, 2, H, P, 0, 0, 0), arr(dt_out, TILE_F32, 3, BT, H, L, 0, 0),
                             arr(cs, TILE_F32, 3, BT, H, L, 0, 0), arr(cs_lo, TILE_F32, 3, BT, H, L, 0, 0),
@@ -226,7 +227,7 @@ static int forward_run(tile_ctx *ctx, Forward *f, float *y_host) {
     REL_TRY(ctx, tile_launch(f->kern[0], g1, a1, 8, NULL));
     REL_TRY(ctx, tile_launch(f->kern[1], g2, a2, 8, NULL));
     REL_TRY(ctx, tile_launch(f->kern[3], g4, a4, 3, NULL));
-    REL_TRY(ctx, tile_launch(f->kern[2], g3, a3, 10, NULL));
+    REL_TRY(ctx, tile_launch(f->kern[2], g3, a3, 11, NULL));
     REL_TRY(ctx, tile_memcpy_d2h(ctx, y_host, y, sizeof f->hx));
     void *bufs[7] = {dt_out, cs, cs_lo, states, final_states, y, cb};
     for (int i = 0; i < 7; i++) REL_TRY(ctx, tile_free(ctx, bufs[i]));
