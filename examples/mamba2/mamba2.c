@@ -44,7 +44,8 @@ static const char usage_text[] =
     "           --scores separate|fused (kernel 3's C Bᵀ scores: computed once per group by a\n"
     "           fourth launch and read back, the default; or computed in kernel 3's loop from\n"
     "           C_m kept in registers, one head per block, --block-n-out covering dstate)\n"
-    "           --occupancy-out N (blocks per SM kernel 3's registers are sized for)\n"
+    "           --occupancy-out N, --occupancy-state N (blocks per SM the registers of kernel\n"
+    "           3, of kernel 2, are sized for; default: the compiler's choice)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -181,6 +182,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
         else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
         else if (!strcmp(flag, "--occupancy-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.occupancy_out);
+        else if (!strcmp(flag, "--occupancy-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.occupancy_state);
         else if (!strcmp(flag, "--tol")) rc = parse_double(flag, value, &cfg->tol);
         else if (!strcmp(flag, "--dt-min")) rc = parse_double(flag, value, &cfg->opt.dt_min);
         else if (!strcmp(flag, "--dt-max")) rc = parse_double(flag, value, &cfg->opt.dt_max);
@@ -501,13 +503,14 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
 
     /* The f32 kernels take TF32; num_warps, a hint the compiler accepts as a
      * binding, only when asked for. */
-    tile_const c2[8] = {{"CHUNK", 0, Q, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0},
+    tile_const c2[10] = {{"CHUNK", 0, Q, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0},
                         {"BLOCK_K", 0, block_k, 0}, {"BLOCK_P", 0, block_p_state, 0}, {"BLOCK_N", 0, block_n_state, 0}};
-    tile_const f2[8] = {{"CHUNK", 0, Q, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0}};
+    tile_const f2[10] = {{"CHUNK", 0, Q, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0}};
     int n2 = 5, nf2 = 2;
     if (dt == TILE_F32) c2[n2++] = f2[nf2++] = (tile_const){"TF32", 0, tf32, 0};
     if (warps_state) c2[n2++] = (tile_const){"num_warps", 0, warps_state, 0};
     if (o->warps_state) f2[nf2++] = (tile_const){"num_warps", 0, o->warps_state, 0};
+    if (o->occupancy_state) c2[n2++] = f2[nf2++] = (tile_const){"occupancy", 0, o->occupancy_state, 0};
     if (o->block_k) f2[nf2++] = (tile_const){"BLOCK_K", 0, block_k, 0};
     if (o->block_n_state) f2[nf2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
 

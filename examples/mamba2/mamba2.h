@@ -63,6 +63,7 @@ typedef struct M2Options {
     int carry_tf32;                  /* --carry tf32: kernel 3's C·h_cᵀ in tf32 (16-bit inputs) */
     int scores;                      /* --scores: kernel 3's C Bᵀ scores, M2_SCORES_* */
     int occupancy_out;               /* --occupancy-out: kernel 3's blocks per SM; 0 = the default */
+    int occupancy_state;             /* --occupancy-state: kernel 2's; 0 = the compiler's choice */
 } M2Options;
 
 /* Where kernel 3 gets its C_m B_kᵀ scores: SEPARATE (chunk_scores, a fourth
