@@ -689,6 +689,78 @@ static bool can_vectorise(Emitter *E, int arr, DType t) {
     return (ce_array_flags(E, arr) & CUDA_ARRAY_VEC16) && (ce_regsize(t) == 2 || ce_regsize(t) == 4);
 }
 
+/* One tile's loads or stores between registers `name` (layout `lay`) and
+ * array `arr`: what emit_access asks of it, element by element or as vectors
+ * of V. */
+typedef struct Access {
+    bool store;
+    DType dt;
+    int arr, lay;
+    const char *name;
+    const char *pad;   /* loads: the value of elements outside the array */
+} Access;
+
+static void access_vector(Emitter *E, const Access *A, const char *off, int r, int V) {
+    const char *ptr = ce_fmt_str(E, "p%d + (%s)", A->arr, off);
+    if (A->store) ce_vec_store(E, A->dt, ptr, A->name, A->lay, r, V);
+    else ce_vec_load(E, A->dt, ptr, A->name, A->lay, r, V);
+}
+
+/* Element r; inb NULL when it is known to lie inside the array. */
+static void access_element(Emitter *E, const Access *A, const char *inb, const char *off, int r) {
+    const char *reg = ce_reg(E, A->name, A->lay, r);
+    const char *mem = ce_fmt_str(E, "p%d[%s]", A->arr, off);
+    if (A->store && inb) ce_out(E, "if (%s) %s = %s;", inb, mem, to_mem(E, A->dt, reg));
+    else if (A->store) ce_out(E, "%s = %s;", mem, to_mem(E, A->dt, reg));
+    else if (inb) ce_out(E, "%s = (%s) ? %s : %s;", reg, inb, from_mem(E, A->dt, mem), A->pad);
+    else ce_out(E, "%s = %s;", reg, from_mem(E, A->dt, mem));
+}
+
+/* Most tiles lie wholly inside their array: one block-uniform test, then
+ * accesses without per-element checks; the checked path handles edges (a
+ * vector there when both its ends are inside, else element by element). */
+static void emit_access(Emitter *E, const MemView *mv, const Access *A, int V) {
+    ce_out(E, "if (%s) {", mv->inside);
+    E->indent++;
+    for (int r = 0; r < ce_nregs(E, A->lay); r += V) {
+        const char *inb, *off;
+        memview_elem(E, mv, r, &inb, &off);
+        if (V > 1) access_vector(E, A, off, r, V);
+        else access_element(E, A, NULL, off, r);
+    }
+    E->indent--;
+    ce_out(E, "} else {");
+    E->indent++;
+    for (int r = 0; r < ce_nregs(E, A->lay); r += V) {
+        const char *inb, *off;
+        memview_elem(E, mv, r, &inb, &off);
+        if (V > 1) {
+            const char *inb2, *off2;
+            memview_elem(E, mv, r + V - 1, &inb2, &off2);
+            ce_out(E, "if ((%s) && (%s)) {", inb, inb2);
+            E->indent++;
+            access_vector(E, A, off, r, V);
+            E->indent--;
+            ce_out(E, "} else {");
+            E->indent++;
+        }
+        for (int i = 0; i < V; i++) {
+            if (i) memview_elem(E, mv, r + i, &inb, &off);
+            access_element(E, A, inb, off, r + i);
+        }
+        if (V > 1) E->indent--, ce_out(E, "}");
+    }
+    E->indent--;
+    ce_out(E, "}");
+}
+
+/* The vector width of a tile's accesses: 16 bytes along the array's last
+ * axis where the array allows (aligned, 2- or 4-byte elements). */
+static int access_width(Emitter *E, const MemView *mv, int arr, DType dt, int lay, int fast, int rank) {
+    if (can_vectorise(E, arr, dt) && mv->axis[fast] == rank - 1) return ce_vector_width(E, lay, fast, 16 / ce_regsize(dt));
+    return 1;
+}
+
 void ce_emit_load(Emitter *E, const IrOp *op) {
     const Type *t = ce_vtype(E, op->result);
     DType dt = t->dtype;
@@ -702,48 +774,9 @@ void ce_emit_load(Emitter *E, const IrOp *op) {
     E->indent++;
     MemView mv;
     memview_init(E, &mv, op, lay, arr, t);
-    int V = 1;
-    if (can_vectorise(E, arr, dt) && mv.axis[fast] == t->rank - 1)
-        V = ce_vector_width(E, lay, fast, 16 / ce_regsize(dt));
-    const char *pad = pad_value(E, dt, op->flag);
-    /* Most tiles lie wholly inside their array: one block-uniform test, then
-     * accesses without per-element checks; the checked path handles edges. */
-    ce_out(E, "if (%s) {", mv.inside);
-    E->indent++;
-    for (int r = 0; r < ce_nregs(E, lay); r += V) {
-        const char *inb, *off;
-        memview_elem(E, &mv, r, &inb, &off);
-        if (V > 1) {
-            ce_vec_load(E, dt, ce_fmt_str(E, "p%d + (%s)", arr, off), name, lay, r, V);
-            continue;
-        }
-        ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), from_mem(E, dt, ce_fmt_str(E, "p%d[%s]", arr, off)));
-    }
-    E->indent--;
-    ce_out(E, "} else {");
-    E->indent++;
-    for (int r = 0; r < ce_nregs(E, lay); r += V) {
-        const char *inb, *off;
-        memview_elem(E, &mv, r, &inb, &off);
-        if (V > 1) {
-            const char *inb2, *off2;
-            memview_elem(E, &mv, r + V - 1, &inb2, &off2);
-            ce_out(E, "if ((%s) && (%s)) {", inb, inb2);
-            E->indent++;
-            ce_vec_load(E, dt, ce_fmt_str(E, "p%d + (%s)", arr, off), name, lay, r, V);
-            E->indent--;
-            ce_out(E, "} else {");
-            E->indent++;
-        }
-        for (int i = 0; i < V; i++) {
-            if (i) memview_elem(E, &mv, r + i, &inb, &off);
-            ce_out(E, "%s = (%s) ? %s : %s;", ce_reg(E, name, lay, r + i), inb,
-                from_mem(E, dt, ce_fmt_str(E, "p%d[%s]", arr, off)), pad);
-        }
-        if (V > 1) E->indent--, ce_out(E, "}");
-    }
-    E->indent--;
-    ce_out(E, "}");
+    int V = access_width(E, &mv, arr, dt, lay, fast, t->rank);
+    Access A = {false, dt, arr, lay, name, pad_value(E, dt, op->flag)};
+    emit_access(E, &mv, &A, V);
     E->indent--;
     ce_out(E, "}");
 }
@@ -764,41 +797,9 @@ static void emit_store(Emitter *E, const IrOp *op) {
     memview_init(E, &mv, op, lay, arr, t);
     const char *own = ce_owner(E, lay);
     if (own) ce_out(E, "if (%s) {", own), E->indent++;
-    int V = 1;
-    if (can_vectorise(E, arr, dt) && mv.axis[fast] == rank - 1)
-        V = ce_vector_width(E, lay, fast, 16 / ce_regsize(dt));
-    ce_out(E, "if (%s) {", mv.inside);   /* the whole tile inside: no per-element checks */
-    E->indent++;
-    for (int r = 0; r < ce_nregs(E, lay); r += V) {
-        const char *inb, *off;
-        memview_elem(E, &mv, r, &inb, &off);
-        if (V > 1) ce_vec_store(E, dt, ce_fmt_str(E, "p%d + (%s)", arr, off), v->name, lay, r, V);
-        else ce_out(E, "p%d[%s] = %s;", arr, off, to_mem(E, dt, ce_reg(E, v->name, lay, r)));
-    }
-    E->indent--;
-    ce_out(E, "} else {");
-    E->indent++;
-    for (int r = 0; r < ce_nregs(E, lay); r += V) {
-        const char *inb, *off;
-        memview_elem(E, &mv, r, &inb, &off);
-        if (V > 1) {
-            const char *inb2, *off2;
-            memview_elem(E, &mv, r + V - 1, &inb2, &off2);
-            ce_out(E, "if ((%s) && (%s)) {", inb, inb2);
-            E->indent++;
-            ce_vec_store(E, dt, ce_fmt_str(E, "p%d + (%s)", arr, off), v->name, lay, r, V);
-            E->indent--;
-            ce_out(E, "} else {");
-            E->indent++;
-        }
-        for (int i = 0; i < V; i++) {
-            if (i) memview_elem(E, &mv, r + i, &inb, &off);
-            ce_out(E, "if (%s) p%d[%s] = %s;", inb, arr, off, to_mem(E, dt, ce_reg(E, v->name, lay, r + i)));
-        }
-        if (V > 1) E->indent--, ce_out(E, "}");
-    }
-    E->indent--;
-    ce_out(E, "}");
+    int V = access_width(E, &mv, arr, dt, lay, fast, rank);
+    Access A = {true, dt, arr, lay, v->name, NULL};
+    emit_access(E, &mv, &A, V);
     if (own) E->indent--, ce_out(E, "}");
     E->indent--;
     ce_out(E, "}");
