@@ -757,6 +757,61 @@ static int make_dir(const char *dir) {
     return -1;
 }
 
+/* Options that depend on the shape: 0, or -1 after saying why. */
+static int check_options(const Config *cfg, const M2Shape *s) {
+    const int hpb = cfg->opt.heads_per_block;
+    if (hpb > 1 && (cfg->opt.dtype == TILE_F32 || cfg->opt.carry_tf32 || (s->heads / s->groups) % hpb != 0)) {
+        fprintf(stderr, "mamba2: --heads-per-block %d needs bf16 or f16 inputs without --carry tf32, and must divide "
+                        "the heads of a group (%d / %d = %d)\n", hpb, s->heads, s->groups, s->heads / s->groups);
+        return -1;
+    }
+    if (hpb > 1 && cfg->opt.scores == M2_SCORES_FUSED) {
+        fprintf(stderr, "mamba2: --scores fused runs one head per block; --heads-per-block %d reads the scores "
+                        "from chunk_scores (--scores separate)\n", hpb);
+        return -1;
+    }
+    /* fused keeps all of C_m's dstate columns in one tile (compute_out.tile
+     * writes NaN rather than a y without the rest) */
+    if (cfg->opt.scores == M2_SCORES_FUSED && cfg->opt.block_n_out && cfg->opt.block_n_out < s->dstate) {
+        fprintf(stderr, "mamba2: --scores fused needs --block-n-out of at least dstate (%d), got %d\n", s->dstate,
+                cfg->opt.block_n_out);
+        return -1;
+    }
+    return 0;
+}
+
+/* The backend: as asked, or the GPU when there is one, else the CPU.
+ * Returns 0, or the exit status (EXIT_SKIP: --backend cuda without one). */
+static int open_backend(const Config *cfg, tile_ctx **ctx) {
+    tile_status st;
+    *ctx = NULL;
+    if (cfg->backend && !strcmp(cfg->backend, "cpu")) {
+        st = tile_ctx_create(ctx, TILE_BACKEND_CPU, 0);
+    } else {
+        st = tile_ctx_create(ctx, TILE_BACKEND_CUDA, 0);
+        if (st != TILE_OK) {
+            const char *why = *ctx ? tile_ctx_last_error(*ctx) : tile_status_name(st);
+            if (cfg->backend) {
+                fprintf(stderr, "mamba2: CUDA backend not available: %s\n", why);
+                tile_ctx_destroy(*ctx);
+                *ctx = NULL;
+                return EXIT_SKIP;
+            }
+            fprintf(stderr, "mamba2: no GPU (%s); running on the CPU interpreter\n", why);
+            tile_ctx_destroy(*ctx);
+            *ctx = NULL;
+            st = tile_ctx_create(ctx, TILE_BACKEND_CPU, 0);
+        }
+    }
+    if (st != TILE_OK) {
+        fprintf(stderr, "mamba2: cannot create a context: %s\n", *ctx ? tile_ctx_last_error(*ctx) : "");
+        tile_ctx_destroy(*ctx);
+        *ctx = NULL;
+        return EXIT_CHECK;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     Config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -780,74 +835,37 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mamba2: unsupported chunk size %lld: use 64, 128 or 256\n", (long long)cfg.shape.chunk);
         return EXIT_USAGE;
     }
+    M2Shape shape;
     if (cfg.inputs_dir) {
         if (m2_inputs_read(&in, cfg.inputs_dir, (int)cfg.shape.chunk, cfg.opt.dtype, err, sizeof err) != 0) {
             fprintf(stderr, "mamba2: %s\n", err);
             return EXIT_USAGE;
         }
-    } else {
-        M2Shape shape;
-        if (m2_shape_make(&shape, &cfg.shape, err, sizeof err) != 0) {
-            fprintf(stderr, "mamba2: %s\n", err);
-            return EXIT_USAGE;
-        }
-        if (m2_inputs_random(&in, &shape, &cfg.features, cfg.opt.dt_softplus, cfg.opt.dtype, cfg.seed, err,
-                             sizeof err) != 0) {
-            fprintf(stderr, "mamba2: %s\n", err);
-            return EXIT_CHECK;
-        }
-    }
-    const M2Shape *s = &in.s;
-    const int hpb = cfg.opt.heads_per_block;
-    if (hpb > 1 && (cfg.opt.dtype == TILE_F32 || cfg.opt.carry_tf32 || (s->heads / s->groups) % hpb != 0)) {
-        fprintf(stderr, "mamba2: --heads-per-block %d needs bf16 or f16 inputs without --carry tf32, and must divide "
-                        "the heads of a group (%d / %d = %d)\n", hpb, s->heads, s->groups, s->heads / s->groups);
-        m2_inputs_free(&in);
+        shape = in.s;
+    } else if (m2_shape_make(&shape, &cfg.shape, err, sizeof err) != 0) {
+        fprintf(stderr, "mamba2: %s\n", err);
         return EXIT_USAGE;
     }
-    if (hpb > 1 && cfg.opt.scores == M2_SCORES_FUSED) {
-        fprintf(stderr, "mamba2: --scores fused runs one head per block; --heads-per-block %d reads the scores "
-                        "from chunk_scores (--scores separate)\n", hpb);
-        m2_inputs_free(&in);
-        return EXIT_USAGE;
-    }
-    /* fused keeps all of C_m's dstate columns in one tile (compute_out.tile
-     * writes NaN rather than a y without the rest) */
-    if (cfg.opt.scores == M2_SCORES_FUSED && cfg.opt.block_n_out && cfg.opt.block_n_out < s->dstate) {
-        fprintf(stderr, "mamba2: --scores fused needs --block-n-out of at least dstate (%d), got %d\n", s->dstate,
-                cfg.opt.block_n_out);
-        m2_inputs_free(&in);
+    if (check_options(&cfg, &shape) != 0) {
+        if (cfg.inputs_dir) m2_inputs_free(&in);
         return EXIT_USAGE;
     }
 
-    /* The backend: as asked, or the GPU when there is one, else the CPU. */
+    /* The backend, before random inputs are made: a GPU run on a machine
+     * without one is skipped at once, not after seconds of making inputs. */
     Run run;
     memset(&run, 0, sizeof run);
-    tile_status st;
-    if (cfg.backend && !strcmp(cfg.backend, "cpu")) {
-        st = tile_ctx_create(&run.ctx, TILE_BACKEND_CPU, 0);
-    } else {
-        st = tile_ctx_create(&run.ctx, TILE_BACKEND_CUDA, 0);
-        if (st != TILE_OK) {
-            const char *why = run.ctx ? tile_ctx_last_error(run.ctx) : tile_status_name(st);
-            if (cfg.backend) {
-                fprintf(stderr, "mamba2: CUDA backend not available: %s\n", why);
-                tile_ctx_destroy(run.ctx);
-                m2_inputs_free(&in);
-                return EXIT_SKIP;
-            }
-            fprintf(stderr, "mamba2: no GPU (%s); running on the CPU interpreter\n", why);
-            tile_ctx_destroy(run.ctx);
-            run.ctx = NULL;
-            st = tile_ctx_create(&run.ctx, TILE_BACKEND_CPU, 0);
-        }
+    if ((rc = open_backend(&cfg, &run.ctx)) != 0) {
+        if (cfg.inputs_dir) m2_inputs_free(&in);
+        return rc;
     }
-    if (st != TILE_OK) {
-        fprintf(stderr, "mamba2: cannot create a context: %s\n", run.ctx ? tile_ctx_last_error(run.ctx) : "");
+    if (!cfg.inputs_dir && m2_inputs_random(&in, &shape, &cfg.features, cfg.opt.dt_softplus, cfg.opt.dtype, cfg.seed,
+                                            err, sizeof err) != 0) {
+        fprintf(stderr, "mamba2: %s\n", err);
         tile_ctx_destroy(run.ctx);
-        m2_inputs_free(&in);
         return EXIT_CHECK;
     }
+    const M2Shape *s = &in.s;
     const tile_backend_kind backend = tile_ctx_backend(run.ctx);
     printf("mamba2: batch %d, seqlen %d, heads %d, headdim %d, dstate %d, groups %d, chunk %d; %s inputs%s, "
            "%s states%s%s%s%s%s on %s\n",
