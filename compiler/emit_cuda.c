@@ -507,6 +507,12 @@ static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool 
             v->lay = lay;
             continue;
         }
+        /* a value made in the layout an mma wants (the plan's) keeps that home:
+         * this use gets a converted copy, so later uses (an mma in a loop) do
+         * not convert it back each time */
+        bool keep = saved && i < REMAT_OPERANDS && E->want && E->want[ids[i]] >= 0 &&
+                    lay_compatible(ce_lay(E, v->lay), ce_lay(E, E->want[ids[i]]));
+        if (keep) saved[i] = *v;
         v->name = ce_convert(E, v->name, v->lay, ce_vdt(E, ids[i]), b);
         v->lay = b;
     }

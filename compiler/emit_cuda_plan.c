@@ -43,6 +43,7 @@ typedef struct Plan {
     Emitter *E;
     int *parent;          /* nodes: value ids, then nvalues + local index */
     const IrOp **mmas;
+    int *depth;           /* per mma: how many loops hold it */
     int nmmas, capmmas;
     /* per value: acc_node's answer + 2 (0: not known yet), so that shared
      * subexpressions are walked once, not once per path to them */
@@ -81,7 +82,7 @@ static int acc_node(Plan *P, int id, int depth) {
     return n;
 }
 
-static void collect(Plan *P, const IrBlock *blk) {
+static void collect(Plan *P, const IrBlock *blk, int depth) {
     if (!blk) return;
     Emitter *E = P->E;
     for (int i = 0; i < blk->nops; i++) {
@@ -91,15 +92,19 @@ static void collect(Plan *P, const IrBlock *blk) {
             if (P->nmmas == P->capmmas) {
                 int cap = P->capmmas ? 2 * P->capmmas : 16;
                 const IrOp **m = realloc(P->mmas, sizeof *m * (size_t)cap);
-                if (!m) continue;   /* out of memory: this mma keeps the default plan */
-                P->mmas = m, P->capmmas = cap;
+                if (m) P->mmas = m;
+                int *dp = m ? realloc(P->depth, sizeof *dp * (size_t)cap) : NULL;
+                if (dp) P->depth = dp;
+                if (!m || !dp) continue;   /* out of memory: this mma keeps the default plan */
+                P->capmmas = cap;
             }
+            P->depth[P->nmmas] = depth;
             P->mmas[P->nmmas++] = o;
         } else if (o->op == OP_LOCAL_SET) {
             unite(P, E->f->nvalues + o->local, acc_node(P, o->args[0], 0));
         }
-        collect(P, o->body);
-        collect(P, o->else_body);
+        collect(P, o->body, depth + (o->else_body ? 0 : 1));   /* an if has an else block, loops not */
+        collect(P, o->else_body, depth);
     }
 }
 
@@ -195,7 +200,9 @@ static bool from_mma(Plan *P, int id) {
 static bool kperm_choice(Plan *P, const IrOp *o) {
     Emitter *E = P->E;
     if (ce_env_flag("TILEC_NO_KPERM")) return false;
-    if (from_mma(P, o->args[0])) return false;
+    /* from an accumulator: a 16-bit A's fragments are its registers unpermuted, a
+     * tf32 A's permuted (the accumulator's two columns per thread are consecutive) */
+    if (from_mma(P, o->args[0])) return !ce_is_half(ce_vdt(E, o->args[0]));
     bool kmajor = false;
     if (ce_vdt(E, o->args[1]) != DT_TF32 && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
     return true;
@@ -219,6 +226,7 @@ static bool reg_a_candidate(Plan *P, const IrOp *o) {
  * through)?  Two mmas reading one value as A must agree on its layout. */
 static void mark_sources(Plan *P, int id, int depth) {
     if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return;
+    if (type_numel(ce_vtype(P->E, id)) == 1) return;   /* a scalar shared by two operands is no conflict */
     P->seen[id] = P->stamp;
     const IrOp *d = P->E->f->values[id].def;
     if (d && elementwise_or_view(d->op))
@@ -226,6 +234,7 @@ static void mark_sources(Plan *P, int id, int depth) {
 }
 static bool reaches_marked(Plan *P, int id, unsigned mark, int depth) {
     if (id < 0 || depth > PLAN_MAX_DEPTH) return false;
+    if (type_numel(ce_vtype(P->E, id)) == 1) return false;
     if (P->seen[id] == mark) return true;
     if (P->seen[id] == P->stamp) return false;
     P->seen[id] = P->stamp;
@@ -274,7 +283,7 @@ void ce_plan(Emitter *E) {
     for (int i = 0; i < f->nvalues; i++)
         E->mma_split[i] = -1, E->mma_reg_a[i] = E->mma_kperm[i] = false, E->want[i] = -1;
     bool enabled = !ce_env_flag("TILEC_NO_REG_A");
-    Plan P = {E, calloc((size_t)nodes, sizeof(int)), NULL, 0, 0, calloc((size_t)f->nvalues + 1, sizeof(int)),
+    Plan P = {E, calloc((size_t)nodes, sizeof(int)), NULL, NULL, 0, 0, calloc((size_t)f->nvalues + 1, sizeof(int)),
               calloc((size_t)f->nvalues + 1, sizeof(unsigned)), 0};
     if (!P.parent || !P.acc_memo || !P.seen) {
         free(P.parent);
@@ -283,7 +292,7 @@ void ce_plan(Emitter *E) {
         return;
     }
     for (int i = 0; i < nodes; i++) P.parent[i] = i;
-    collect(&P, f->body);
+    collect(&P, f->body, 0);
     /* a group goes M-only when one of its mmas reads A from registers and
      * every one of them can */
     bool *group_m = calloc((size_t)nodes, 1), *group_blocked = calloc((size_t)nodes, 1);
@@ -298,7 +307,7 @@ void ce_plan(Emitter *E) {
         if (E->mma_reg_a[o->result]) group_m[g] = true;
     }
     for (int i = 0; enabled && group_m && group_blocked && i < P.nmmas; i++)
-        if (E->mma_reg_a[P.mmas[i]->result]) {
+        if (E->mma_reg_a[P.mmas[i]->result] && !group_blocked[find(&P, P.mmas[i]->result)]) {
             P.stamp++;
             mark_source_mmas(&P, P.mmas[i]->args[0], group_m, group_blocked, 0);
         }
@@ -327,14 +336,21 @@ void ce_plan(Emitter *E) {
                 changed = true;
             }
     }
-    for (int i = 0; i < P.nmmas; i++) {
-        const IrOp *o = P.mmas[i];
-        if (!E->mma_reg_a[o->result]) continue;
-        int wmb, wnb;
-        ce_plan_split(E, o, &wmb, &wnb);
-        const Type *at = ce_vtype(E, o->args[0]);
-        Layout a = lay_mma_a(at, wmb, wnb, ce_is_half(at->dtype), E->mma_kperm[o->result]);
-        push_want(E, o->args[0], ce_lay_add(E, &a), 0);
+    /* wants pushed from the innermost loops out: the first want of a value holds,
+     * so where two mmas want one value in different layouts (a tf32 and a 16-bit
+     * product of one C tile), the one outside the loop converts it, once */
+    int maxdepth = 0;
+    for (int i = 0; i < P.nmmas; i++) maxdepth = P.depth[i] > maxdepth ? P.depth[i] : maxdepth;
+    for (int dd = maxdepth; dd >= 0; dd--) {
+        for (int i = 0; i < P.nmmas; i++) {
+            const IrOp *o = P.mmas[i];
+            if (!E->mma_reg_a[o->result] || P.depth[i] != dd) continue;
+            int wmb, wnb;
+            ce_plan_split(E, o, &wmb, &wnb);
+            const Type *at = ce_vtype(E, o->args[0]);
+            Layout a = lay_mma_a(at, wmb, wnb, ce_is_half(at->dtype), E->mma_kperm[o->result]);
+            push_want(E, o->args[0], ce_lay_add(E, &a), 0);
+        }
     }
     free(group_m);
     free(group_blocked);
@@ -342,6 +358,7 @@ void ce_plan(Emitter *E) {
     free(P.acc_memo);
     free(P.seen);
     free(P.mmas);
+    free(P.depth);
 }
 
 void ce_plan_split(Emitter *E, const IrOp *mma, int *wmb, int *wnb) {

@@ -42,8 +42,9 @@ static const char usage_text[] =
     "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
     "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
     "           --scores separate|fused (kernel 3's C Bᵀ scores: computed once per group by a\n"
-    "           fourth launch and read back, the default; or computed in kernel 3's loop from\n"
-    "           C_m kept in registers, one head per block, --block-n-out covering dstate)\n"
+    "           fourth launch and read back; or computed in kernel 3's loop from C_m kept in\n"
+    "           registers, one head per block, --block-n-out covering dstate; default fused\n"
+    "           for bf16/f16 inputs with dstate <= 64 or groups > 1, the faster there)\n"
     "           --occupancy-out N, --occupancy-state N (blocks per SM the registers of kernel\n"
     "           3, of kernel 2, are sized for; default: the compiler's choice)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
@@ -444,7 +445,13 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
         return -1;
     /* several heads per block: one kernel generic over the dtypes, scores read from chunk_scores */
     const int heads = o->heads_per_block > 1 ? o->heads_per_block : 1;
-    const int fused = o->scores == M2_SCORES_FUSED;
+    /* The default from the H200 (docs/performance.md, 2026-12-01): fused is
+     * faster for 16-bit inputs with dstate <= 64 (by 5-12%) or groups > 1 (the
+     * separate scores kernel then costs 0.12-0.13 ms: 2-12%), slower with
+     * dstate 128 and one group (3%, and +50% in tf32). */
+    const int fused = o->scores == M2_SCORES_FUSED ||
+                      (o->scores == M2_SCORES_DEFAULT && dt != TILE_F32 && heads == 1 && !o->carry_tf32 &&
+                       N <= 128 && (N <= 64 || G > 1));
     run->skip[K_SCORES] = fused;
     if (!fused && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
     if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
@@ -491,7 +498,9 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     const int block_k_out = min_int(o->block_k_out ? o->block_k_out : heads > 1 || (fused && dt != TILE_F32) ? 32
                                                                     : fused ? 16 : 64, block_m);
     const int warps_out = o->warps_out ? o->warps_out : fused ? 4 : 0;
-    const int occupancy_out = o->occupancy_out ? o->occupancy_out : fused ? (dt == TILE_F32 ? 2 : 3) : 0;
+    /* the fused default's occupancy only with its own tiles and warps (others may not fit it) */
+    const int fused_defaults = fused && !o->block_m && !o->warps_out && !o->block_k_out;
+    const int occupancy_out = o->occupancy_out ? o->occupancy_out : fused_defaults ? (dt == TILE_F32 ? 2 : 3) : 0;
 
     /* The plain run's constants.  --tune holds only what the run fixes (the
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches

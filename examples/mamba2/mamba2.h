@@ -67,8 +67,9 @@ typedef struct M2Options {
 } M2Options;
 
 /* Where kernel 3 gets its C_m B_kᵀ scores: SEPARATE (chunk_scores, a fourth
- * launch, the default until FUSED is timed on the GPU) or FUSED (computed in
- * kernel 3's loop from C_m held in registers). */
+ * launch) or FUSED (computed in kernel 3's loop from C_m held in registers).
+ * DEFAULT: FUSED for 16-bit inputs with dstate <= 64 or groups > 1, where the
+ * H200 ran it faster; SEPARATE otherwise. */
 enum { M2_SCORES_DEFAULT, M2_SCORES_FUSED, M2_SCORES_SEPARATE };
 
 /* Results, host arrays. */
