@@ -602,7 +602,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
     if (heads == 1) a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
     a[na++] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
-    a[na++] = fused ? array_arg(run->dummy, TILE_F32, 5, 1, 1, 1, 1, 1)
+    /* fused: an empty cb with the batch and group extents the kernel checks */
+    a[na++] = fused ? array_arg(run->dummy, TILE_F32, 5, Bt, 0, G, 0, 0)
                     : array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
     a[na++] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
     a[na++] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0)
