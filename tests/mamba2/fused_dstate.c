@@ -2,13 +2,15 @@
  * keeps C_m in one BLOCK_N tile, so dstate must fit in BLOCK_N.  Given a
  * smaller BLOCK_N the kernel writes NaN to y rather than an output missing
  * dstate's last columns; with BLOCK_N covering dstate it writes the output.
- * Checked on the interpreter on ones (the output is finite and not zero).
- * usage: fused_dstate EXAMPLES_MAMBA2_DIR */
+ * Checked on ones (the output is finite and not zero), on the interpreter or
+ * the GPU (exit 77 when there is none).
+ * usage: fused_dstate EXAMPLES_MAMBA2_DIR [--backend cpu|cuda] */
 #include "tile.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { BT = 1, L = 64, H = 2, P = 32, N = 32, G = 1, Q = 64 };
 
@@ -24,9 +26,20 @@ static int failures;
         }                                                                                            \
     } while (0)
 
-static tile_arg arr(float *data, int rank, int64_t e0, int64_t e1, int64_t e2, int64_t e3, int64_t e4) {
+static tile_arg arr(void *data, int rank, int64_t e0, int64_t e1, int64_t e2, int64_t e3, int64_t e4) {
     const int64_t shape[5] = {e0, e1, e2, e3, e4};
     return tile_arg_array(tile_array_contiguous(data, TILE_F32, rank, shape));
+}
+
+/* The backend's copy of n floats (device memory on CUDA); NULL on failure. */
+static void *to_device(tile_ctx *ctx, const float *host, size_t n) {
+    void *dev = NULL;
+    if (tile_malloc(ctx, n * sizeof *host, &dev) != TILE_OK) return NULL;
+    if (tile_memcpy_h2d(ctx, dev, host, n * sizeof *host) != TILE_OK) {
+        tile_free(ctx, dev);
+        return NULL;
+    }
+    return dev;
 }
 
 static float *filled(size_t n, float v) {
@@ -48,18 +61,25 @@ static int run(tile_ctx *ctx, tile_module *mod, int block_n, int *nans, int *fin
     const size_t nstate = (size_t)BT * (L / Q) * H * P * N;
     float *x = filled(nx, 1.0f), *b = filled(nbc, 1.0f), *c = filled(nbc, 1.0f), *d = filled((size_t)H * P, 1.0f);
     float *dt = filled(ntok, 0.5f), *cs = filled(ntok, 0.0f), *states = filled(nstate, 0.25f);
-    float *y = filled(nx, 0.0f), dummy[1] = {0};
+    float *y = filled(nx, 0.0f), zero[1] = {0};
     int rc = -1;
+    void *dev[9] = {NULL};
     if (x && b && c && d && dt && cs && states && y) {
-        const tile_arg args[] = {arr(x, 4, BT, L, H, P, 0),         arr(b, 4, BT, L, G, N, 0),
-                                 arr(c, 4, BT, L, G, N, 0),         arr(dummy, 5, 1, 1, 1, 1, 1),
-                                 arr(dummy, 4, 1, 1, 1, 1, 0),      arr(d, 2, H, P, 0, 0, 0),
-                                 arr(dt, 3, BT, H, L, 0, 0),        arr(cs, 3, BT, H, L, 0, 0),
-                                 arr(dummy, 3, 1, 1, 1, 0, 0),      arr(states, 5, BT, L / Q, H, P, N),
-                                 arr(y, 4, BT, L, H, P, 0)};
+        const float *host[9] = {x, b, c, d, dt, cs, states, y, zero};
+        const size_t count[9] = {nx, nbc, nbc, (size_t)H * P, ntok, ntok, nstate, nx, 1};
+        for (int i = 0; i < 9; i++) dev[i] = to_device(ctx, host[i], count[i]);
+    }
+    if (dev[0] && dev[1] && dev[2] && dev[3] && dev[4] && dev[5] && dev[6] && dev[7] && dev[8]) {
+        void *dummy = dev[8];
+        const tile_arg args[] = {arr(dev[0], 4, BT, L, H, P, 0),    arr(dev[1], 4, BT, L, G, N, 0),
+                                 arr(dev[2], 4, BT, L, G, N, 0),    arr(dummy, 5, BT, 0, G, 0, 0),
+                                 arr(dummy, 4, 1, 1, 1, 1, 0),      arr(dev[3], 2, H, P, 0, 0, 0),
+                                 arr(dev[4], 3, BT, H, L, 0, 0),    arr(dev[5], 3, BT, H, L, 0, 0),
+                                 arr(dummy, 3, 1, 1, 1, 0, 0),      arr(dev[6], 5, BT, L / Q, H, P, N),
+                                 arr(dev[7], 4, BT, L, H, P, 0)};
         const int grid[3] = {1, L / Q, BT * H};
         if (tile_launch(k, grid, args, (int)(sizeof args / sizeof args[0]), NULL) == TILE_OK &&
-            tile_synchronize(ctx) == TILE_OK) {
+            tile_synchronize(ctx) == TILE_OK && tile_memcpy_d2h(ctx, y, dev[7], nx * sizeof *y) == TILE_OK) {
             *nans = *finite = 0;
             for (size_t i = 0; i < nx; i++) {
                 if (isnan(y[i])) (*nans)++;
@@ -70,19 +90,23 @@ static int run(tile_ctx *ctx, tile_module *mod, int block_n, int *nans, int *fin
             fprintf(stderr, "launch failed: %s\n", tile_ctx_last_error(ctx));
         }
     }
+    for (int i = 0; i < 9; i++) tile_free(ctx, dev[i]);
     free(x), free(b), free(c), free(d), free(dt), free(cs), free(states), free(y);
     return rc;
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: fused_dstate EXAMPLES_MAMBA2_DIR\n");
+    const int cuda = argc == 4 && !strcmp(argv[2], "--backend") && !strcmp(argv[3], "cuda");
+    if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "--backend") && (cuda || !strcmp(argv[3], "cpu")))) {
+        fprintf(stderr, "usage: fused_dstate EXAMPLES_MAMBA2_DIR [--backend cpu|cuda]\n");
         return 2;
     }
     tile_ctx *ctx = NULL;
-    if (tile_ctx_create(&ctx, TILE_BACKEND_CPU, 0) != TILE_OK) {
-        fprintf(stderr, "no CPU context: %s\n", tile_ctx_last_error(ctx));
-        return 1;
+    tile_status st = tile_ctx_create(&ctx, cuda ? TILE_BACKEND_CUDA : TILE_BACKEND_CPU, 0);
+    if (st != TILE_OK) {
+        fprintf(stderr, "no %s context: %s\n", cuda ? "CUDA" : "CPU", ctx ? tile_ctx_last_error(ctx) : "");
+        tile_ctx_destroy(ctx);
+        return cuda && (st == TILE_ERR_NO_DEVICE || st == TILE_ERR_UNSUPPORTED) ? 77 : 1;
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/compute_out.tile", argv[1]);
