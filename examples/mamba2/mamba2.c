@@ -35,6 +35,7 @@ static const char usage_text[] =
     "  check:   --check  --tol X  --check-pairs N\n"
     "  bench:   --bench  --iters N  --warmup N\n"
     "  tiles:   --block-n-state N  --block-n-out N   (dstate slice of kernels 2 and 3)\n"
+    "           --block-p-state N (head dims per block of kernel 2)\n"
     "           --block-k N (tokens per mma step of kernel 2)  --warps-state N  --warps-out N\n"
     "           --block-m N (tokens per row block of kernel 3, up to the chunk)\n"
     "           --block-k-out N (tokens per causal step of kernel 3, up to --block-m)\n"
@@ -163,6 +164,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--warmup")) rc = parse_int(flag, value, 0, 100000, &cfg->warmup);
         else if (!strcmp(flag, "--check-pairs")) rc = parse_int(flag, value, 1, INT_MAX, &cfg->check_pairs);
         else if (!strcmp(flag, "--block-n-state")) rc = parse_pow2(flag, value, &cfg->opt.block_n_state);
+        else if (!strcmp(flag, "--block-p-state")) rc = parse_pow2(flag, value, &cfg->opt.block_p_state);
         else if (!strcmp(flag, "--block-n-out")) rc = parse_pow2(flag, value, &cfg->opt.block_n_out);
         else if (!strcmp(flag, "--block-k")) rc = parse_pow2(flag, value, &cfg->opt.block_k);
         else if (!strcmp(flag, "--block-k-out")) rc = parse_pow2(flag, value, &cfg->opt.block_k_out);
@@ -472,10 +474,15 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
 
     const int block_h = min_int(16, pow2_at_least(H));
     const int block_p = min_int(64, pow2_at_least(P));
-    /* fwd_pass_state's defaults are mamba2 --tune's winners on the H200 at
-     * (8, 4096, 80, 64, 128, 1, 256): 32 head dims per block for 16-bit
-     * inputs (0.52 vs 0.63 ms), 8 warps for f32 (0.89 vs 1.12 ms). */
-    const int block_p_state = dt == TILE_F32 ? block_p : min_int(32, block_p);
+    /* fwd_pass_state's head dims per block for 16-bit inputs: 64 (mamba2
+     * --tune's winner on the H200 on 2026-12-01) when that still makes 512
+     * blocks or more, about two waves of 2 per SM on 132 SMs: at (8, 4096, 80,
+     * 64, 128, 1, 256) 0.452 -> 0.360 ms, with dstate 64 and 8 groups 0.306 ->
+     * 0.208; with fewer blocks 32 (64 was 10-13% slower at 192 and 160 blocks).
+     * 8 warps for f32 (0.89 vs 1.12 ms, 2026-11-29). */
+    const int p64_blocks = Bt * H * cdiv_int(P, 64);
+    const int block_p_state = o->block_p_state ? o->block_p_state
+                              : dt == TILE_F32 ? block_p : min_int(p64_blocks >= 512 ? 64 : 32, block_p);
     const int warps_state = o->warps_state ? o->warps_state : dt == TILE_F32 ? 8 : 0;
     /* fwd_pass_state: a 64 x 128 state tile reads x once for N <= 128; 64
      * tokens per step.  compute_out: dstate in slices of 32
@@ -524,6 +531,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (o->occupancy_state) c2[n2++] = f2[nf2++] = (tile_const){"occupancy", 0, o->occupancy_state, 0};
     if (o->block_k) f2[nf2++] = (tile_const){"BLOCK_K", 0, block_k, 0};
     if (o->block_n_state) f2[nf2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
+    if (o->block_p_state) f2[nf2++] = (tile_const){"BLOCK_P", 0, block_p_state, 0};
 
     tile_const c3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0},
                         {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_out, 0},
