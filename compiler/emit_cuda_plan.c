@@ -14,7 +14,12 @@
  *     that the operand is born in the fragment layout and never converted;
  *   - mmas whose results meet through one accumulator (one mma's result,
  *     scaled, is another's starting value, or a loop-carried local holds
- *     both) share one split, so the accumulator keeps one layout throughout.
+ *     both) share one split, so the accumulator keeps one layout throughout;
+ *   - the product a register A operand is made from splits on M too, so its
+ *     accumulator's registers already are the fragments;
+ *   - a value two mmas read as A gets one layout (k-permuted only if both can
+ *     read it so); where they need different ones, the mma in the innermost
+ *     loop has its way and the other converts, once, outside that loop.
  *
  * TILEC_NO_REG_A=1 plans every mma the old way (staged operands, the
  * default split), TILEC_NO_KPERM=1 reads A from registers without permuting
@@ -49,6 +54,7 @@ typedef struct Plan {
      * subexpressions are walked once, not once per path to them */
     int *acc_memo;
     unsigned *seen, stamp;   /* per value: the stamp of the last question that visited it */
+    unsigned mark;           /* share_source: the stamp of the first operand's sources */
 } Plan;
 
 /* Walks below stop this deep (the IR is a DAG; this only bounds the stack). */
@@ -143,29 +149,26 @@ int ce_plan_layout(Emitter *E, int id, int fallback) {
 
 /* ---- the plan ------------------------------------------------------------------ */
 
-/* Does value `id` come from an op `target` accepts, through ops `pass` lets
- * through?  Each value is visited once per question (P->seen holds the
+/* Does value `id` come from a value `target` accepts, through ops `pass`
+ * lets through?  Each value is visited once per question (P->seen holds the
  * question's stamp), so shared subexpressions cost nothing more. */
-static bool reaches(Plan *P, int id, bool (*target)(OpId), bool (*pass)(OpId), int depth) {
+static bool reaches(Plan *P, int id, bool (*target)(Plan *, int), bool (*pass)(OpId), int depth) {
     if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return false;
+    if (target(P, id)) return true;
     P->seen[id] = P->stamp;
     const IrOp *d = P->E->f->values[id].def;
-    if (!d) return false;
-    if (target(d->op)) return true;
-    if (!pass(d->op)) return false;
+    if (!d || !pass(d->op)) return false;
     for (int a = 0; a < d->nargs; a++)
         if (reaches(P, d->args[a], target, pass, depth + 1)) return true;
     return false;
 }
-static bool is_permute(OpId op) { return op == OP_PERMUTE; }
 static bool elementwise_or_reshape(OpId op) { return op == OP_RESHAPE || ir_op_is_elementwise(op); }
 static bool elementwise_or_view(OpId op) {
     return op == OP_RESHAPE || op == OP_PERMUTE || op == OP_BROADCAST || ir_op_is_elementwise(op);
 }
-/* A transpose on the way (casts, element-wise ops and reshapes looked through)? */
-static bool through_permute(Plan *P, int id) {
-    P->stamp++;
-    return reaches(P, id, is_permute, elementwise_or_reshape, 0);
+static bool is_permute(Plan *P, int id) {
+    const IrOp *d = P->E->f->values[id].def;
+    return d && d->op == OP_PERMUTE;
 }
 /* Does the accumulator group of mma or local node `node` hold an mma? */
 static bool group_has_mma(Plan *P, int node) {
@@ -174,23 +177,20 @@ static bool group_has_mma(Plan *P, int node) {
         if (find(P, P->mmas[i]->result) == g) return true;
     return false;
 }
-static bool from_mma_walk(Plan *P, int id, int depth) {
-    if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return false;
-    P->seen[id] = P->stamp;
+/* An mma's result, or a local holding one (a sum over slices of k)? */
+static bool is_product(Plan *P, int id) {
     const IrOp *d = P->E->f->values[id].def;
-    if (!d) return false;
-    if (d->op == OP_MMA) return true;
-    if (d->op == OP_LOCAL_GET) return group_has_mma(P, P->E->f->nvalues + d->local);
-    if (!elementwise_or_view(d->op)) return false;
-    for (int a = 0; a < d->nargs; a++)
-        if (from_mma_walk(P, d->args[a], depth + 1)) return true;
-    return false;
+    return d && (d->op == OP_MMA || (d->op == OP_LOCAL_GET && group_has_mma(P, P->E->f->nvalues + d->local)));
 }
-/* From an mma's result (casts, element-wise ops and views looked through,
- * and locals that hold an mma's result, as a sum over slices of k)? */
+/* A transpose on the way (casts, element-wise ops and reshapes looked through)? */
+static bool through_permute(Plan *P, int id) {
+    P->stamp++;
+    return reaches(P, id, is_permute, elementwise_or_reshape, 0);
+}
+/* From a product (casts, element-wise ops and views looked through)? */
 static bool from_mma(Plan *P, int id) {
     P->stamp++;
-    return from_mma_walk(P, id, 0);
+    return reaches(P, id, is_product, elementwise_or_view, 0);
 }
 
 /* Permute A's k-step columns (lay_mma_a)?  When A comes from loads, not from
@@ -223,54 +223,23 @@ static bool reg_a_candidate(Plan *P, const IrOp *o) {
 }
 
 /* Do values a and b share a source (casts, element-wise ops and views looked
- * through)?  Two mmas reading one value as A must agree on its layout. */
+ * through; scalars, which any two operands may share, left out)?  Two mmas
+ * reading one value as A must agree on its layout.  The sources of a are
+ * marked with one stamp (P->mark), then b's walk looks for one. */
 static void mark_sources(Plan *P, int id, int depth) {
     if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return;
-    if (type_numel(ce_vtype(P->E, id)) == 1) return;   /* a scalar shared by two operands is no conflict */
+    if (type_numel(ce_vtype(P->E, id)) == 1) return;
     P->seen[id] = P->stamp;
     const IrOp *d = P->E->f->values[id].def;
     if (d && elementwise_or_view(d->op))
         for (int a = 0; a < d->nargs; a++) mark_sources(P, d->args[a], depth + 1);
 }
-static bool reaches_marked(Plan *P, int id, unsigned mark, int depth) {
-    if (id < 0 || depth > PLAN_MAX_DEPTH) return false;
-    if (type_numel(ce_vtype(P->E, id)) == 1) return false;
-    if (P->seen[id] == mark) return true;
-    if (P->seen[id] == P->stamp) return false;
-    P->seen[id] = P->stamp;
-    const IrOp *d = P->E->f->values[id].def;
-    if (d && elementwise_or_view(d->op))
-        for (int a = 0; a < d->nargs; a++)
-            if (reaches_marked(P, d->args[a], mark, depth + 1)) return true;
-    return false;
-}
+static bool is_marked(Plan *P, int id) { return P->seen[id] == P->mark; }
 static bool share_source(Plan *P, int a, int b) {
-    P->stamp++;
-    unsigned mark = P->stamp;
+    P->mark = ++P->stamp;
     mark_sources(P, a, 0);
     P->stamp++;
-    return reaches_marked(P, b, mark, 0);
-}
-
-/* The mmas whose results feed value `id` through casts and element-wise ops
- * of the same shape (an A operand made from a product, as attention's P from
- * its scores): their groups go M-only too, so that the accumulator's
- * registers already are the operand's fragments. */
-static void mark_source_mmas(Plan *P, int id, bool *group_m, const bool *group_blocked, int depth) {
-    const IrFunc *f = P->E->f;
-    if (id < 0 || depth > PLAN_MAX_DEPTH || P->seen[id] == P->stamp) return;
-    P->seen[id] = P->stamp;
-    const IrOp *d = f->values[id].def;
-    if (!d) return;
-    if (d->op == OP_MMA || d->op == OP_LOCAL_GET) {
-        int g = find(P, d->op == OP_MMA ? d->result : f->nvalues + d->local);
-        if (!group_blocked[g]) group_m[g] = true;
-        return;
-    }
-    if (!ir_op_is_elementwise(d->op)) return;
-    for (int a = 0; a < d->nargs; a++)
-        if (type_numel(ir_type(f, d->args[a])) == type_numel(ir_type(f, id)))
-            mark_source_mmas(P, d->args[a], group_m, group_blocked, depth + 1);
+    return reaches(P, b, is_marked, elementwise_or_view, 0);
 }
 
 void ce_plan(Emitter *E) {
@@ -284,7 +253,7 @@ void ce_plan(Emitter *E) {
         E->mma_split[i] = -1, E->mma_reg_a[i] = E->mma_kperm[i] = false, E->want[i] = -1;
     bool enabled = !ce_env_flag("TILEC_NO_REG_A");
     Plan P = {E, calloc((size_t)nodes, sizeof(int)), NULL, NULL, 0, 0, calloc((size_t)f->nvalues + 1, sizeof(int)),
-              calloc((size_t)f->nvalues + 1, sizeof(unsigned)), 0};
+              calloc((size_t)f->nvalues + 1, sizeof(unsigned)), 0, 0};
     if (!P.parent || !P.acc_memo || !P.seen) {
         free(P.parent);
         free(P.acc_memo);
@@ -308,8 +277,10 @@ void ce_plan(Emitter *E) {
     }
     for (int i = 0; enabled && group_m && group_blocked && i < P.nmmas; i++)
         if (E->mma_reg_a[P.mmas[i]->result] && !group_blocked[find(&P, P.mmas[i]->result)]) {
-            P.stamp++;
-            mark_source_mmas(&P, P.mmas[i]->args[0], group_m, group_blocked, 0);
+            /* the product the operand is made from: its group goes M-only too, so
+             * that its accumulator's registers already are the fragments */
+            int n = acc_node(&P, P.mmas[i]->args[0], 0);
+            if (n >= 0 && !group_blocked[find(&P, n)]) group_m[find(&P, n)] = true;
         }
     for (int i = 0; i < P.nmmas; i++) {
         const IrOp *o = P.mmas[i];
