@@ -105,6 +105,7 @@ bool ce_env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+
 void ce_need_smem(Emitter *E, int64_t bytes) {
     if (bytes > E->smem_bytes) E->smem_bytes = (int)bytes;
 }
@@ -1582,6 +1583,36 @@ static void emitter_reset(Emitter *E) {
     for (int k = 0; k < E->nlays; k++) E->lay_used[k] = false;
 }
 
+/* Hopper's shared memory per SM for blocks, and what each block reserves. */
+#define SMEM_PER_SM 233472
+#define SMEM_PER_BLOCK_RESERVED 1024
+
+/* The analysis passes, which settle the layouts of locals, then the pass
+ * that writes the body. */
+static void emit_passes(Emitter *E) {
+    const IrFunc *f = E->f;
+    E->analysis = true;
+    for (int pass = 0; pass < 8; pass++) {
+        E->local_changed = false;
+        E->errors = 0;
+        emitter_reset(E);
+        ce_emit_block(E, f->body);
+        if (!E->local_changed) break;
+        if (pass == 6)   /* not settling: give every local a blocked layout */
+            for (int i = 0; i < f->nlocals; i++) E->local_lay[i] = ce_blocked(E, &f->locals[i].type, -1);
+    }
+    E->analysis = false;
+    E->errors = 0;
+    emitter_reset(E);
+    ce_emit_block(E, f->body);
+}
+
+/* The kernel's shared memory: the scratch area, then the cp.async buffers. */
+static int kernel_smem(const Emitter *E) {
+    int scratch = (E->smem_bytes + 127) / 128 * 128;
+    return E->async_peak ? scratch + (int)E->async_peak : E->smem_bytes;
+}
+
 int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d) {
     memset(res, 0, sizeof *res);
     Emitter E;
@@ -1622,21 +1653,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     }
     ce_async_analyse(&E);
     ce_plan(&E);
-    /* analysis passes: settle the layouts of locals */
-    E.analysis = true;
-    for (int pass = 0; pass < 8; pass++) {
-        E.local_changed = false;
-        E.errors = 0;
-        emitter_reset(&E);
-        ce_emit_block(&E, f->body);
-        if (!E.local_changed) break;
-        if (pass == 6)   /* not settling: give every local a blocked layout */
-            for (int i = 0; i < f->nlocals; i++) E.local_lay[i] = ce_blocked(&E, &f->locals[i].type, -1);
-    }
-    E.analysis = false;
-    E.errors = 0;
-    emitter_reset(&E);
-    ce_emit_block(&E, f->body);
+    emit_passes(&E);
     if (E.errors) {
         free(E.body.p);
         arena_free(&E.mem);
@@ -1652,9 +1669,8 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
         else if (dtype_is_float(c->type.dtype)) ce_buf_printf(&o, " %s=%g", c->name, c->v.f);
         else ce_buf_printf(&o, " %s=%lld", c->name, (long long)c->v.i);
     }
-    /* cp.async buffers after the scratch area */
     int scratch = (E.smem_bytes + 127) / 128 * 128;
-    int smem = E.async_peak ? scratch + (int)E.async_peak : E.smem_bytes;
+    int smem = kernel_smem(&E);
     ce_buf_printf(&o, "\n// %d threads, %d bytes of shared memory\n", E.threads, smem);
     ce_buf_printf(&o, "#include \"%s\"\n\n", CUDA_DEVICE_HEADER_NAME);
     int occ = E.opt.num_warps ? 0 : f->occupancy;
@@ -1662,7 +1678,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * 228 KiB, 1 KiB reserved per block) caps occupancy anyway: saying so lets
      * ptxas use the registers it wants instead of spilling to reach a third
      * block that could not run. */
-    const int smem_blocks = smem > 0 ? 233472 / (smem + 1024) : 0;
+    const int smem_blocks = smem > 0 ? SMEM_PER_SM / (smem + SMEM_PER_BLOCK_RESERVED) : 0;
     if (occ <= 0 && smem > 0 && smem_blocks <= 2) occ = smem_blocks > 0 ? smem_blocks : 1;
     if (occ > 0) ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", E.threads, occ, name.p);
     else ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", E.threads, name.p);

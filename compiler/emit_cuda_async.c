@@ -472,6 +472,31 @@ static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const c
     free(saved);
 }
 
+/* An integer constant's value, if v is one. */
+static bool const_int(const Emitter *E, int v, int64_t *out) {
+    const IrOp *d = v >= 0 ? E->f->values[v].def : NULL;
+    if (!d || d->op != OP_CONST || !dtype_is_int(ce_vdt((Emitter *)E, v))) return false;
+    *out = d->lit.i;
+    return true;
+}
+
+/* Does blk hold a loop that is not known to be short (fewer than 4
+ * iterations, its bounds constants)? */
+static bool contains_long_loop(const Emitter *E, const IrBlock *blk) {
+    if (!blk) return false;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o->op == OP_FOR) {
+            int64_t lo, hi, st;
+            if (!const_int(E, o->args[0], &lo) || !const_int(E, o->args[1], &hi) || !const_int(E, o->args[2], &st) ||
+                st <= 0 || (hi - lo + st - 1) / st >= 4)
+                return true;
+        }
+        if (contains_long_loop(E, o->body) || contains_long_loop(E, o->else_body)) return true;
+    }
+    return false;
+}
+
 static bool contains_mma(const IrBlock *blk) {
     if (!blk) return false;
     for (int i = 0; i < blk->nops; i++)
@@ -491,6 +516,17 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     bool mma_loop = contains_mma(loop->body);
     /* register-read loads ride the pipeline all together or not at all */
     int64_t rb_max = E->readback_max_bytes >= 0 ? E->readback_max_bytes : READBACK_MAX_BYTES;
+    /* A loop that holds a loop (compute_out's heads walked one after another;
+     * not one of fewer than 4 iterations known when compiling) gets no
+     * pipeline: an iteration running a whole inner loop outlasts a
+     * memory latency anyway, and copies one iteration ahead cost registers
+     * and shared memory.  Measured on the H200 (Mamba-2, 2026-12-01, with
+     * TILEC_OUTER_PIPE=1, an experiment knob that builds them, 2 stages):
+     * compute_out fused on 4 heads per block 1.287 ms with, 1.211 without
+     * (96 KB of shared memory: 2 blocks per SM instead of 3); with dstate 64
+     * on 5 heads 0.981 with, 1.006 without, but 16 bytes of spills. */
+    bool outer = contains_long_loop(E, loop->body);
+    if (outer && !ce_env_flag("TILEC_OUTER_PIPE")) return false;
     bool readback = mma_loop;
     for (int k = 0; k < loop->body->nops; k++) {
         const IrOp *o = loop->body->ops[k];
@@ -520,6 +556,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         E->pipe.loads[E->pipe.n++] = o;
     }
     if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
+    if (outer) stages = 2;   /* one iteration ahead is enough (above) */
     while (stages > 2 && E->async_top + stages * bytes > ASYNC_BUDGET) stages--;
     if (!E->pipe.n || E->async_top + stages * bytes > ASYNC_BUDGET) {
         E->pipe.n = 0;

@@ -40,6 +40,8 @@ static const char usage_text[] =
     "           --block-m N (tokens per row block of kernel 3, up to the chunk)\n"
     "           --block-k-out N (tokens per causal step of kernel 3, up to --block-m)\n"
     "           --heads-per-block N (kernel 3 on N heads of a group per block; bf16/f16 inputs)\n"
+    "           --seq-heads N (kernel 3 on up to N heads of a group per block, one after another:\n"
+    "           C_m is read once, the next head's loads issued while one computes)\n"
     "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
     "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
     "           --scores separate|fused (kernel 3's C Bᵀ scores: computed once per group by a\n"
@@ -169,6 +171,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--block-k")) rc = parse_pow2(flag, value, &cfg->opt.block_k);
         else if (!strcmp(flag, "--block-k-out")) rc = parse_pow2(flag, value, &cfg->opt.block_k_out);
         else if (!strcmp(flag, "--heads-per-block")) rc = parse_pow2_in(flag, value, 1, 16, &cfg->opt.heads_per_block);
+        else if (!strcmp(flag, "--seq-heads")) rc = parse_int(flag, value, 1, 1024, &cfg->opt.seq_heads);
         else if (!strcmp(flag, "--block-m")) rc = parse_pow2(flag, value, &cfg->opt.block_m);
         else if (!strcmp(flag, "--carry")) {
             if (strcmp(value, "tf32") && strcmp(value, "operand")) {
@@ -341,6 +344,30 @@ static int const_of(const tile_const *c, int n, const char *name, int dflt) {
     return dflt;
 }
 
+/* Large bf16 runs (H200, 2026-12-01, same-run A/B; docs/performance.md):
+ * 16384 blocks or more of 64 rows at one head per block.  There compute_out
+ * computes its own scores and walks about 4 heads of a group per block, one
+ * after another (SEQ_HEADS): (8, 4096, 80, 64, 128, 1, 256) compute_out 1.26
+ * -> 1.21 ms, plus no scores kernel; (2, 16384, 80, ...) 1.27 -> 1.21; with
+ * dstate 64 and 8 groups (5 heads) 1.10 -> 0.98.  Smaller runs keep one head
+ * per block (1.7-2% slower at (1, 4096, 80) and (8, 2048, 24) with 2), as do
+ * f32 inputs (7% slower), and f16 inputs or f32 states, where the head loop
+ * spills (f16 inputs convert the bf16 states in registers; ptxas, NVRTC 13.0). */
+static int large_bf16_run(const M2Options *o, int batch, int heads, int nchunks, int chunk) {
+    return o->dtype == TILE_BF16 && o->state_dtype == TILE_BF16 && !o->carry_tf32 && o->heads_per_block <= 1 &&
+           (long long)batch * heads * nchunks * cdiv_int(chunk, 64) >= 16384;
+}
+
+/* Four heads per block, or the divisor of the heads per group from 4 to 8
+ * when 4 does not divide them, so that no block walks fewer (10 heads per
+ * group: 5 and 10 at 0.98 ms, 4 at 1.00). */
+static int default_seq_heads(int per_group) {
+    if (per_group % 4 == 0) return 4;
+    for (int d = 5; d <= 8; d++)
+        if (per_group % d == 0) return d;
+    return per_group < 4 ? per_group : 4;
+}
+
 /* The grid of kernel `which` for the block sizes in consts: the one place
  * grids are computed, for the plain run and for every point --tune times. */
 static void grid_for(const Run *run, int which, const tile_const *c, int n, int grid[3]) {
@@ -364,9 +391,11 @@ static void grid_for(const Run *run, int which, const tile_const *c, int n, int 
         const int block_m = max_int(1, const_of(c, n, "BLOCK_M", 64));
         const int block_p = max_int(1, const_of(c, n, "BLOCK_P", 64));
         const int heads = max_int(1, const_of(c, n, "HEADS", 1));
+        const int seq = max_int(1, const_of(c, n, "SEQ_HEADS", 1));
         grid[0] = max_int(1, run->Q / block_m) * cdiv_int(run->P, block_p);
         grid[1] = run->nchunks;
-        grid[2] = run->Bt * cdiv_int(run->H, heads);
+        /* SEQ_HEADS: each block walks up to that many heads of one group */
+        grid[2] = heads > 1 ? run->Bt * cdiv_int(run->H, heads) : run->Bt * run->G * cdiv_int(run->H / run->G, seq);
     }
 }
 
@@ -450,10 +479,12 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     /* The default from the H200 (docs/performance.md, 2026-12-01): fused is
      * faster for 16-bit inputs with dstate <= 64 (by 5-12%) or groups > 1 (the
      * separate scores kernel then costs 0.12-0.13 ms: 2-12%), slower with
-     * dstate 128 and one group (3%, and +50% in tf32). */
+     * dstate 128 and one group (3%, and +50% in tf32) unless the run is large
+     * (large_bf16_run), where walking several heads per block makes it the
+     * faster (1.61 vs 1.62-1.69 ms in all at the anchor). */
     const int fused = o->scores == M2_SCORES_FUSED ||
                       (o->scores == M2_SCORES_DEFAULT && dt != TILE_F32 && heads == 1 && !o->carry_tf32 &&
-                       N <= 128 && (N <= 64 || G > 1));
+                       N <= 128 && (N <= 64 || G > 1 || large_bf16_run(o, Bt, H, nchunks, Q)));
     run->skip[K_SCORES] = fused;
     if (!fused && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
     if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
@@ -548,6 +579,12 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (o->block_k_out) f3[nf3++] = (tile_const){"BLOCK_K", 0, block_k_out, 0};
     if (o->carry_tf32 && dt != TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"CARRY_TF32", 0, 1, 0};
     if (heads == 1) c3[n3++] = f3[nf3++] = (tile_const){"FUSED", 0, fused, 0};
+    const int seq_heads = heads > 1                                          ? 1
+                          : o->seq_heads                                      ? o->seq_heads
+                          : fused && large_bf16_run(o, Bt, H, nchunks, Q) ? default_seq_heads(H / G)
+                                                                              : 1;
+    if (seq_heads > 1) c3[n3++] = (tile_const){"SEQ_HEADS", 0, seq_heads, 0};
+    if (heads == 1 && o->seq_heads > 1) f3[nf3++] = (tile_const){"SEQ_HEADS", 0, o->seq_heads, 0};
     /* fused: the tuner keeps dstate in one slice (smaller ones re-read C in the loop) */
     if (fused && !o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
     if (heads > 1) {
@@ -783,6 +820,11 @@ static int check_options(const Config *cfg, const M2Shape *s) {
     if (hpb > 1 && (cfg->opt.dtype == TILE_F32 || cfg->opt.carry_tf32 || (s->heads / s->groups) % hpb != 0)) {
         fprintf(stderr, "mamba2: --heads-per-block %d needs bf16 or f16 inputs without --carry tf32, and must divide "
                         "the heads of a group (%d / %d = %d)\n", hpb, s->heads, s->groups, s->heads / s->groups);
+        return -1;
+    }
+    if (hpb > 1 && cfg->opt.seq_heads > 1) {
+        fprintf(stderr, "mamba2: --heads-per-block and --seq-heads are two ways of giving a block several heads; "
+                        "choose one\n");
         return -1;
     }
     if (hpb > 1 && cfg->opt.scores == M2_SCORES_FUSED) {

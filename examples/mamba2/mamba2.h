@@ -58,6 +58,7 @@ typedef struct M2Options {
     int block_k;                     /* tokens per mma step of kernel 2; 0 = 64 */
     int block_k_out;                 /* tokens per causal step of kernel 3; 0 = 64 (at most block_m) */
     int heads_per_block;             /* kernel 3 on this many heads per block; 0 or 1 = one */
+    int seq_heads;                   /* kernel 3's heads per block one after another; 0 = the default */
     int warps_state, warps_out;      /* num_warps of kernels 2 and 3; 0 = the compiler's choice */
     int block_m;                     /* tokens per row block of kernel 3 (and of its scores); 0 = 128 for
                                         16-bit inputs, 64 for f32 */
