@@ -15,8 +15,10 @@
  *
  * An async load at the top level of a `for` body is *pipelined* when its
  * indices can be recomputed for a later iteration (pure scalar functions of
- * the induction variable and of values from outside the loop) and the loop
- * does not write its array: STAGES buffers (the load's `latency` + 1,
+ * the induction variable and of values from outside the loop), the loop
+ * does not write its array, and the loop holds no loop of its own (one of
+ * fewer than 4 iterations known when compiling aside: ce_async_loop_begin
+ * says why): STAGES buffers (the load's `latency` + 1,
  * default 3), the copies of the first STAGES - 1 iterations before the loop,
  * and at the top of iteration i: wait for iteration i's copies, one barrier
  * (which also frees the buffer iteration i - 1 read), then issue the copies
