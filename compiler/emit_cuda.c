@@ -105,7 +105,6 @@ bool ce_env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-
 void ce_need_smem(Emitter *E, int64_t bytes) {
     if (bytes > E->smem_bytes) E->smem_bytes = (int)bytes;
 }
@@ -1607,10 +1606,13 @@ static void emit_passes(Emitter *E) {
     ce_emit_block(E, f->body);
 }
 
+/* The scratch area's size, rounded so that the cp.async buffers after it
+ * start aligned. */
+static int scratch_bytes(const Emitter *E) { return (E->smem_bytes + 127) / 128 * 128; }
+
 /* The kernel's shared memory: the scratch area, then the cp.async buffers. */
 static int kernel_smem(const Emitter *E) {
-    int scratch = (E->smem_bytes + 127) / 128 * 128;
-    return E->async_peak ? scratch + (int)E->async_peak : E->smem_bytes;
+    return E->async_peak ? scratch_bytes(E) + (int)E->async_peak : E->smem_bytes;
 }
 
 int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d) {
@@ -1669,7 +1671,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
         else if (dtype_is_float(c->type.dtype)) ce_buf_printf(&o, " %s=%g", c->name, c->v.f);
         else ce_buf_printf(&o, " %s=%lld", c->name, (long long)c->v.i);
     }
-    int scratch = (E.smem_bytes + 127) / 128 * 128;
+    int scratch = scratch_bytes(&E);
     int smem = kernel_smem(&E);
     ce_buf_printf(&o, "\n// %d threads, %d bytes of shared memory\n", E.threads, smem);
     ce_buf_printf(&o, "#include \"%s\"\n\n", CUDA_DEVICE_HEADER_NAME);

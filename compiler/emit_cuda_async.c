@@ -477,7 +477,7 @@ static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const c
 /* An integer constant's value, if v is one. */
 static bool const_int(const Emitter *E, int v, int64_t *out) {
     const IrOp *d = v >= 0 ? E->f->values[v].def : NULL;
-    if (!d || d->op != OP_CONST || !dtype_is_int(ce_vdt((Emitter *)E, v))) return false;
+    if (!d || d->op != OP_CONST || !dtype_is_int(E->f->values[v].type.dtype)) return false;
     *out = d->lit.i;
     return true;
 }

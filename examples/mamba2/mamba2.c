@@ -41,13 +41,13 @@ static const char usage_text[] =
     "           --block-k-out N (tokens per causal step of kernel 3, up to --block-m)\n"
     "           --heads-per-block N (kernel 3 on N heads of a group per block; bf16/f16 inputs)\n"
     "           --seq-heads N (kernel 3 on up to N heads of a group per block, one after another:\n"
-    "           C_m is read once, the next head's loads issued while one computes)\n"
+    "           C_m is read and the block's fixed cost paid once; default 4 on large bf16 runs)\n"
     "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
     "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
     "           --scores separate|fused (kernel 3's C Bᵀ scores: computed once per group by a\n"
     "           fourth launch and read back; or computed in kernel 3's loop from C_m kept in\n"
-    "           registers, one head per block, --block-n-out covering dstate; default fused\n"
-    "           for bf16/f16 inputs with dstate <= 64 or groups > 1, the faster there)\n"
+    "           registers, --block-n-out covering dstate; default fused for bf16/f16 inputs\n"
+    "           with dstate <= 64 or groups > 1, and for large bf16 runs, the faster there)\n"
     "           --occupancy-out N, --occupancy-state N (blocks per SM the registers of kernel\n"
     "           3, of kernel 2, are sized for; default: the compiler's choice)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
@@ -359,8 +359,9 @@ static int large_bf16_run(const M2Options *o, int batch, int heads, int nchunks,
 }
 
 /* Four heads per block, or the divisor of the heads per group from 4 to 8
- * when 4 does not divide them, so that no block walks fewer (10 heads per
- * group: 5 and 10 at 0.98 ms, 4 at 1.00). */
+ * when 4 does not divide them, so that the group's last block does not walk
+ * fewer (10 heads per group: 5 and 10 at 0.98 ms, 4 at 1.00); without such a
+ * divisor (9, 11, 13, ...) 4, the last block walking the rest. */
 static int default_seq_heads(int per_group) {
     if (per_group % 4 == 0) return 4;
     for (int d = 5; d <= 8; d++)
@@ -484,7 +485,7 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
      * faster (1.61 vs 1.62-1.69 ms in all at the anchor). */
     const int fused = o->scores == M2_SCORES_FUSED ||
                       (o->scores == M2_SCORES_DEFAULT && dt != TILE_F32 && heads == 1 && !o->carry_tf32 &&
-                       N <= 128 && (N <= 64 || G > 1 || large_bf16_run(o, Bt, H, nchunks, Q)));
+                       N <= 128 && (N <= 64 || G > 1 || (large_bf16_run(o, Bt, H, nchunks, Q) && o->seq_heads != 1)));
     run->skip[K_SCORES] = fused;
     if (!fused && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
     if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
@@ -540,7 +541,17 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     const int warps_out = o->warps_out ? o->warps_out : fused ? 4 : 0;
     /* the fused default's occupancy only with its own tiles and warps (others may not fit it) */
     const int fused_defaults = fused && !o->block_m && !o->warps_out && !o->block_k_out;
-    const int occupancy_out = o->occupancy_out ? o->occupancy_out : fused_defaults ? (dt == TILE_F32 ? 2 : 3) : 0;
+    /* Separate, 16-bit: 2 blocks per SM.  Its shared memory used to imply it;
+     * with the skip term on the diagonal (46 KB) ptxas took 182 registers and
+     * left one block per SM: compute_out 0.170 -> 0.239 ms at (1, 4096, 80,
+     * 64, 128, 1, 256); at 2, 118 registers and no spills. */
+    /* Fused with f32 states and dstate over 64 (16-bit inputs): 2, the state
+     * tile converted in registers spilling at 3 with the skip term on the
+     * diagonal (ptxas, NVRTC 13.0: 215 registers at 2). */
+    const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64) ? 2 : 3;
+    const int occupancy_out = o->occupancy_out ? o->occupancy_out
+                              : fused_defaults ? fused_occupancy
+                              : !fused && heads == 1 && dt != TILE_F32 ? 2 : 0;
 
     /* The plain run's constants.  --tune holds only what the run fixes (the
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches
@@ -564,10 +575,18 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     if (o->block_n_state) f2[nf2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
     if (o->block_p_state) f2[nf2++] = (tile_const){"BLOCK_P", 0, block_p_state, 0};
 
-    tile_const c3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0},
+    /* compute_out's skip term: a per-head D rides the causal loop's mma, on the
+     * weights' diagonal (compute_out.tile's D_DIAGONAL: no x_m load, no
+     * epilogue; at (8, 4096, 80, 64, 128, 1, 256) bf16 compute_out 1.220 ->
+     * 1.070 ms, with dstate 64 and 8 groups 1.012 -> 0.947, tf32 2.058 ->
+     * 2.012; H200, 2026-12-01); one of (heads, headdim) is added after it
+     * (D_AFTER).  The same for bf16 and f32 states, so that y stays the same
+     * bit for bit whichever stores them (mamba2_state_dtype_same_y). */
+    const int has_d = !in->D ? 0 : in->D_per_head ? 2 : 1;
+    tile_const c3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, has_d, 0}, {"HAS_Z", 0, in->z != NULL, 0},
                         {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_out, 0},
                         {"BLOCK_K", 0, block_k_out, 0}};
-    tile_const f3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, in->D != NULL, 0}, {"HAS_Z", 0, in->z != NULL, 0}};
+    tile_const f3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, has_d, 0}, {"HAS_Z", 0, in->z != NULL, 0}};
     int n3 = 7, nf3 = 3;
     if (dt == TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"TF32", 0, tf32, 0};
     if (warps_out) c3[n3++] = (tile_const){"num_warps", 0, warps_out, 0};
@@ -583,8 +602,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
                           : o->seq_heads                                      ? o->seq_heads
                           : fused && large_bf16_run(o, Bt, H, nchunks, Q) ? default_seq_heads(H / G)
                                                                               : 1;
-    if (seq_heads > 1) c3[n3++] = (tile_const){"SEQ_HEADS", 0, seq_heads, 0};
-    if (heads == 1 && o->seq_heads > 1) f3[nf3++] = (tile_const){"SEQ_HEADS", 0, o->seq_heads, 0};
+    /* --tune holds it too: the scores' mode was chosen for it */
+    if (seq_heads > 1) c3[n3++] = f3[nf3++] = (tile_const){"SEQ_HEADS", 0, seq_heads, 0};
     /* fused: the tuner keeps dstate in one slice (smaller ones re-read C in the loop) */
     if (fused && !o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
     if (heads > 1) {
