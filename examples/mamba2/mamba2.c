@@ -541,10 +541,9 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     const int warps_out = o->warps_out ? o->warps_out : fused ? 4 : 0;
     /* the fused default's occupancy only with its own tiles and warps (others may not fit it) */
     const int fused_defaults = fused && !o->block_m && !o->warps_out && !o->block_k_out;
-    /* Separate, 16-bit: 2 blocks per SM.  Its shared memory used to imply it;
-     * with the skip term on the diagonal (46 KB) ptxas took 182 registers and
-     * left one block per SM: compute_out 0.170 -> 0.239 ms at (1, 4096, 80,
-     * 64, 128, 1, 256); at 2, 118 registers and no spills. */
+    /* Separate, 16-bit: 2 blocks per SM, which its shared memory (78 KB)
+     * implies anyway; said outright because at 46 KB (the skip term on the
+     * diagonal) ptxas took 182 registers and left one block per SM. */
     /* Fused with f32 states and dstate over 64 (16-bit inputs): 2, the state
      * tile converted in registers spilling at 3 with the skip term on the
      * diagonal (ptxas, NVRTC 13.0: 215 registers at 2). */
@@ -580,9 +579,12 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
      * epilogue; at (8, 4096, 80, 64, 128, 1, 256) bf16 compute_out 1.220 ->
      * 1.070 ms, with dstate 64 and 8 groups 1.012 -> 0.947, tf32 2.058 ->
      * 2.012; H200, 2026-12-01); one of (heads, headdim) is added after it
-     * (D_AFTER).  The same for bf16 and f32 states, so that y stays the same
-     * bit for bit whichever stores them (mamba2_state_dtype_same_y). */
-    const int has_d = !in->D ? 0 : in->D_per_head ? 2 : 1;
+     * (D_AFTER), as is every D of the separate-scores 16-bit kernel: there the
+     * diagonal measured 0.170 -> 0.239 ms at (1, 4096, 80, 64, 128, 1, 256)
+     * at one block per SM, and with the 2 blocks asked for below it has not
+     * been timed.  Never by the state dtype, so that y stays the same bit for
+     * bit whichever stores the states (mamba2_state_dtype_same_y). */
+    const int has_d = !in->D ? 0 : in->D_per_head && (fused || dt == TILE_F32) ? 2 : 1;
     tile_const c3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, has_d, 0}, {"HAS_Z", 0, in->z != NULL, 0},
                         {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_out, 0},
                         {"BLOCK_K", 0, block_k_out, 0}};
