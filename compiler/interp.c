@@ -48,6 +48,8 @@ typedef struct Interp {
     Scalar **locals;        /* per local: buffer, allocated at run start */
     int grid[3], bid[3];
     int64_t steps, max_steps;
+    bool check_races;
+    uint32_t **writer;      /* per param: the block (linear id + 1) that wrote each element, or 0 */
     FILE *out;
     char *err;
     size_t errlen;
@@ -489,6 +491,41 @@ static bool in_range(const InterpArray *arr, const int64_t *coord) {
     return true;
 }
 
+/* Block b's claim on the element at coord of array parameter p, which it
+ * writes (check_races): an element written by two blocks of one launch is a
+ * race on the GPU, where blocks run in no set order, so the result would
+ * depend on which wrote last.  Elements are numbered in the array's logical
+ * row-major order; arrays of over 2^31 elements are not tracked. */
+static bool claim(Interp *I, const IrOp *op, const InterpArray *arr, const int64_t *coord) {
+    int p = op->array;
+    int64_t n = 1, li = 0;
+    for (int d = 0; d < arr->rank; d++) {
+        n *= arr->shape[d];
+        li = li * arr->shape[d] + coord[d];
+    }
+    if (n > ((int64_t)1 << 31)) return true;
+    if (!I->writer[p] && !(I->writer[p] = calloc((size_t)n, sizeof(uint32_t)))) {
+        fail(I, op, "out of memory for the race check (TILE_CHECK_RACES=0 turns it off)");
+        return false;
+    }
+    uint32_t me = (uint32_t)(I->bid[0] + (int64_t)I->grid[0] * (I->bid[1] + (int64_t)I->grid[1] * I->bid[2])) + 1;
+    if (me == 0) me = 1;
+    uint32_t other = I->writer[p][li];
+    if (other == 0 || other == me) {
+        I->writer[p][li] = me;
+        return true;
+    }
+    int64_t o = (int64_t)other - 1;
+    int ox = (int)(o % I->grid[0]), oy = (int)(o / I->grid[0] % I->grid[1]), oz = (int)(o / I->grid[0] / I->grid[1]);
+    char where[160];
+    int len = 0;
+    for (int d = 0; d < arr->rank && len < (int)sizeof where - 24; d++)
+        len += snprintf(where + len, sizeof where - (size_t)len, "%s%lld", d ? ", " : "", (long long)coord[d]);
+    fail(I, op, "race: element (%s) of '%s', written by block (%d, %d, %d), is written again (blocks run in "
+         "no set order on the GPU)", where, I->f->params[p].name, ox, oy, oz);
+    return false;
+}
+
 /* LOAD and STORE: tile element t maps to array coordinate
  * coord[order[d]] = index[d] * shape[d] + t[d] (the permuted view). */
 static Flow exec_load_store(Interp *I, const IrOp *op) {
@@ -524,6 +561,7 @@ static Flow exec_load_store(Interp *I, const IrOp *op) {
         for (int d = 0; d < rank; d++) coord[order[d]] = base[d] + tidx[d];
         bool ok = in_range(arr, coord);
         if (is_store) {
+            if (ok && I->check_races && !claim(I, op, arr, coord)) return FLOW_ERROR;
             if (ok) scalar_store(arr->dtype, elem_ptr(arr, coord), convert_if(tdt, arr->dtype, t[i]));
         } else {
             Scalar v = ok ? scalar_load(arr->dtype, elem_ptr(arr, coord)) : pad;
@@ -575,6 +613,7 @@ static Flow exec_indexed(Interp *I, const IrOp *op) {
             continue;
         }
         if (!ok) continue;
+        if (op->op == OP_SCATTER && I->check_races && !claim(I, op, arr, coord)) return FLOW_ERROR;
         Scalar v = convert_if(vdt, arr->dtype, elem(val, n, i));
         void *p = elem_ptr(arr, coord);
         if (op->op == OP_ATOMIC_ADD || op->op == OP_ATOMIC_MAX || op->op == OP_ATOMIC_MIN) {
@@ -830,6 +869,7 @@ int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int na
     I.errlen = errlen;
     I.out = opt && opt->print_out ? opt->print_out : stdout;
     I.max_steps = opt && opt->max_steps > 0 ? opt->max_steps : 1000000000;
+    I.check_races = opt && opt->check_races;
     if (err && errlen) err[0] = 0;
     for (int d = 0; d < 3; d++) {
         I.grid[d] = grid ? grid[d] : 1;
@@ -843,7 +883,8 @@ int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int na
     I.vals = calloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), sizeof(Scalar *));
     I.bufs = calloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), sizeof(Scalar *));
     I.locals = calloc((size_t)(f->nlocals > 0 ? f->nlocals : 1), sizeof(Scalar *));
-    if (!I.vals || !I.bufs || !I.locals) { fail(&I, NULL, "out of memory"); status = -1; goto done; }
+    I.writer = calloc((size_t)(f->nparams > 0 ? f->nparams : 1), sizeof(uint32_t *));
+    if (!I.vals || !I.bufs || !I.locals || !I.writer) { fail(&I, NULL, "out of memory"); status = -1; goto done; }
     for (int l = 0; l < f->nlocals; l++) {
         int64_t n = type_numel(&f->locals[l].type);
         if (n > INTERP_MAX_TILE_ELEMS) {
@@ -878,6 +919,8 @@ int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int na
 done:
     if (I.bufs) for (int v = 0; v < f->nvalues; v++) free(I.bufs[v]);
     if (I.locals) for (int l = 0; l < f->nlocals; l++) free(I.locals[l]);
+    if (I.writer) for (int p = 0; p < f->nparams; p++) free(I.writer[p]);
+    free(I.writer);
     free(I.vals);
     free(I.bufs);
     free(I.locals);

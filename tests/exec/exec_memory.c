@@ -368,6 +368,44 @@ static void t_huge_indices(void) {
     }
 }
 
+/* Two blocks writing one element is a race on the GPU (blocks run in no set
+ * order): the interpreter says which element, which array and which blocks,
+ * for stores and scatters; atomics and one block writing an element twice
+ * are fine. */
+static void t_races(void) {
+    const char *src =
+        "kernel overlap(x: f32[N], y: f32[N]) {\n"
+        "    // tiles of 8 at a stride of 6: blocks 0 and 1 share elements 6 and 7\n"
+        "    let offs = arange(8) + bid(0) * 6;\n"
+        "    scatter(y, (offs,), gather(x, (offs,)));\n"
+        "}\n"
+        "kernel same_tile(x: f32[N], y: f32[N]) {\n"
+        "    store(y, index=(0,), tile=load(x, index=(bid(0),), shape=(8,)));\n"
+        "}\n"
+        "kernel twice(x: f32[N], y: f32[N]) {\n"
+        "    let t = load(x, index=(bid(0),), shape=(8,));\n"
+        "    store(y, index=(bid(0),), tile=t);\n"
+        "    store(y, index=(bid(0),), tile=t * 2.0);\n"
+        "}\n";
+    HArray *x = h_array(DT_F32, 1, (int64_t)32), *y = h_array(DT_F32, 1, (int64_t)32);
+    h_fill_random(x, -1, 1);
+    HArg args[] = { HA(x), HA(y) };
+    char err[512];
+    HRun r = { .src = src, .kernel = "overlap", .grid = { 3, 1, 1 }, .expect_error = true };
+    h_run(&r, args, 2, NULL, err, sizeof err);
+    H_CHECK(strstr(err, "race: element (6) of 'y', written by block (0, 0, 0), is written again") &&
+            strstr(err, "in block (1, 0, 0)"),
+            "scatter race message: %s", err);
+    HRun r2 = { .src = src, .kernel = "same_tile", .grid = { 2, 1, 1 }, .expect_error = true };
+    h_run(&r2, args, 2, NULL, err, sizeof err);
+    H_CHECK(strstr(err, "race: element (0) of 'y'") && strstr(err, ":7:5"), "store race message: %s", err);
+    HRun r3 = { .src = src, .kernel = "twice", .grid = { 4, 1, 1 } };
+    if (h_run(&r3, args, 2, NULL, err, sizeof err) == 0)
+        for (int i = 0; i < 32; i++) H_CHECK(AT1(y, i) == 2 * AT1(x, i), "y[%d] = %g, want %g", i, AT1(y, i), 2 * AT1(x, i));
+    h_free(x);
+    h_free(y);
+}
+
 int main(void) {
     srand(7);
     H_RUN_TEST(t_copy_partial_tiles);
@@ -383,5 +421,6 @@ int main(void) {
     H_RUN_TEST(t_atomic_scalar);
     H_RUN_TEST(t_load_3d_bf16);
     H_RUN_TEST(t_huge_indices);
+    H_RUN_TEST(t_races);
     return h_finish();
 }
