@@ -53,6 +53,8 @@ static const char usage_text[] =
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
+    "  plan:    --plan (print each kernel the run would launch, its constants and grid, and\n"
+    "           stop: no inputs made, no backend opened)\n"
     "With neither --bench nor --save, --check is implied.  MAMBA2_TILE_DIR overrides\n"
     "where the .tile programs are read from.\n";
 
@@ -64,6 +66,7 @@ typedef struct Config {
     const char *inputs_dir, *save_dir, *save_inputs_dir, *backend;
     int check, bench, iters, warmup, check_pairs;
     int tune, verbose;        /* --tune, --verbose */
+    int plan;                 /* --plan: print the kernels, constants and grids, run nothing */
     int state_dtype_given;    /* --state-dtype given; else bf16 for bf16 inputs, f32 otherwise */
     double tol;               /* <= 0: the default of the dtype and precision */
 } Config;
@@ -141,6 +144,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         if (!strcmp(flag, "--check")) { cfg->check = 1; any_action = 1; continue; }
         if (!strcmp(flag, "--bench")) { cfg->bench = 1; any_action = 1; continue; }
         if (!strcmp(flag, "--tune")) { cfg->tune = 1; continue; }
+        if (!strcmp(flag, "--plan")) { cfg->plan = 1; any_action = 1; continue; }
         if (!strcmp(flag, "--verbose") || !strcmp(flag, "-v")) { cfg->verbose = 1; continue; }
         if (!strcmp(flag, "--dt-softplus")) { cfg->opt.dt_softplus = 1; continue; }
         if (!strcmp(flag, "--z")) { cfg->features.has_z = 1; continue; }
@@ -299,6 +303,18 @@ typedef struct Run {
     int Bt, H, P, N, Q, G, nchunks;   /* what the grids depend on besides the block sizes */
 } Run;
 
+/* What a run launches: each kernel's name and constants (the plain run's, and
+ * those --tune holds), chosen from the shape, the options and which optional
+ * inputs there are (run_plan), before any memory is touched. */
+typedef struct Plan {
+    char name[K_COUNT][64];
+    tile_const consts[K_COUNT][16], fixed[K_COUNT][16];
+    int nconsts[K_COUNT], nfixed[K_COUNT];
+    int skip[K_COUNT];             /* kernels not launched (chunk_scores when fused) */
+    int heads;                     /* compute_out_heads' heads per block, or 1 */
+    int fused, exact;
+} Plan;
+
 static const char *short_dtype(tile_dtype t) { return tile_dtype_name(t); }
 
 #define TRY(call) do { tile_status st_ = (call); if (st_ != TILE_OK) { \
@@ -447,34 +463,16 @@ static int tune_kernel(Run *run, int which, const char *name, const tile_const *
 
 /* Uploads the inputs, compiles the kernels (tuned with `tune`) and prepares
  * the four launches. */
-static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune, int verbose) {
-    const M2Shape *s = &in->s;
-    const int Bt = s->batch, L = s->seqlen, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
-    const int Q = s->chunk, nchunks = cdiv_int(L, Q);
+/* The plan of a run of shape s with options o and the optional inputs f
+ * says are there; also sets the extents in run that grid_for reads. */
+static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
+    memset(p, 0, sizeof *p);
+    const int Bt = s->batch, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
+    const int Q = s->chunk, nchunks = cdiv_int(s->seqlen, Q);
     run->Bt = Bt, run->H = H, run->P = P, run->N = N, run->Q = Q, run->G = G, run->nchunks = nchunks;
     const tile_dtype dt = o->dtype, sdt = o->state_dtype;
-    const size_t nx = m2_numel_x(s), nbc = m2_numel_bc(s), nstate = m2_numel_state(s);
-    const size_t ntok = (size_t)Bt * L * H;
     /* exact fp32 products: the cumulative decays also carry their low parts */
     const int exact = dt == TILE_F32 && o->fp32_products;
-
-    if (upload(run, &run->x, in->x, nx, dt) || upload(run, &run->dt, in->dt, ntok, TILE_F32) ||
-        upload(run, &run->A, in->A, (size_t)H, TILE_F32) || upload(run, &run->B, in->B, nbc, dt) ||
-        upload(run, &run->C, in->C, nbc, dt))
-        return -1;
-    if (in->D && upload(run, &run->D, in->D, (size_t)H * P, TILE_F32)) return -1;
-    if (in->z && upload(run, &run->z, in->z, nx, dt)) return -1;
-    if (in->initial_states && upload(run, &run->initial, in->initial_states, nstate, TILE_F32)) return -1;
-    if (in->dt_bias) {
-        if (upload(run, &run->dt_bias, in->dt_bias, (size_t)H, TILE_F32)) return -1;
-    } else if (alloc_zero(run, &run->dt_bias, (size_t)H * 4)) {
-        return -1;
-    }
-    if (alloc_zero(run, &run->dummy, 16) || alloc_zero(run, &run->dt_out, ntok * 4) ||
-        alloc_zero(run, &run->dA_cumsum, ntok * 4) ||
-        alloc_zero(run, &run->states, (size_t)Bt * nchunks * H * P * N * (size_t)tile_dtype_size(sdt)) ||
-        alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)))
-        return -1;
     /* several heads per block: one kernel generic over the dtypes, scores read from chunk_scores */
     const int heads = o->heads_per_block > 1 ? o->heads_per_block : 1;
     /* The default from the H200 (docs/performance.md, 2026-12-01): fused is
@@ -486,23 +484,18 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     const int fused = o->scores == M2_SCORES_FUSED ||
                       (o->scores == M2_SCORES_DEFAULT && dt != TILE_F32 && heads == 1 && !o->carry_tf32 &&
                        N <= 128 && (N <= 64 || G > 1 || (large_bf16_run(o, Bt, H, nchunks, Q) && o->seq_heads != 1)));
-    run->skip[K_SCORES] = fused;
-    if (!fused && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
-    if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
+    p->skip[K_SCORES] = fused;
+    p->fused = fused;
+    p->heads = heads;
+    p->exact = exact;
 
-    char dir[4096];
-    tile_dir(dir, sizeof dir);
     const int tf32 = dt == TILE_F32 && !o->fp32_products;
-    char name[K_COUNT][64];
+    char (*name)[64] = p->name;
     snprintf(name[K_CUMSUM], sizeof name[K_CUMSUM], "chunk_cumsum");
     snprintf(name[K_STATE], sizeof name[K_STATE], "fwd_pass_state_%s_s%s", short_dtype(dt), short_dtype(sdt));
     snprintf(name[K_SCORES], sizeof name[K_SCORES], "chunk_scores_%s", short_dtype(dt));
     if (heads > 1) snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_heads");
     else snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
-    if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
-        load_module(run, K_OUT, dir, "compute_out.tile"))
-        return -1;
-    run->mod[K_SCORES] = run->mod[K_OUT];   /* one program, two kernels (the context releases it once) */
 
     const int block_h = min_int(16, pow2_at_least(H));
     const int block_p = min_int(64, pow2_at_least(P));
@@ -555,17 +548,22 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     /* The plain run's constants.  --tune holds only what the run fixes (the
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches
      * the rest over each kernel's `tune` block. */
-    const tile_const c1[] = {{"CHUNK", 0, Q, 0}, {"BLOCK_H", 0, block_h, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0},
-                             {"EXACT", 0, exact, 0}};
-    const tile_const f1[] = {{"CHUNK", 0, Q, 0}, {"SOFTPLUS", 0, o->dt_softplus, 0}, {"EXACT", 0, exact, 0}};
-    const int n1 = 4, nf1 = 3;
+    tile_const *c1 = p->consts[K_CUMSUM], *f1 = p->fixed[K_CUMSUM];
+    c1[0] = (tile_const){"CHUNK", 0, Q, 0}, c1[1] = (tile_const){"BLOCK_H", 0, block_h, 0};
+    c1[2] = f1[1] = (tile_const){"SOFTPLUS", 0, o->dt_softplus, 0};
+    c1[3] = f1[2] = (tile_const){"EXACT", 0, exact, 0};
+    f1[0] = c1[0];
+    p->nconsts[K_CUMSUM] = 4, p->nfixed[K_CUMSUM] = 3;
 
     /* The f32 kernels take TF32; num_warps, a hint the compiler accepts as a
      * binding, only when asked for. */
-    tile_const c2[10] = {{"CHUNK", 0, Q, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0},
-                        {"BLOCK_K", 0, block_k, 0}, {"BLOCK_P", 0, block_p_state, 0}, {"BLOCK_N", 0, block_n_state, 0}};
-    tile_const f2[10] = {{"CHUNK", 0, Q, 0}, {"HAS_INITIAL", 0, in->initial_states != NULL, 0}};
-    int n2 = 5, nf2 = 2;
+    tile_const *c2 = p->consts[K_STATE], *f2 = p->fixed[K_STATE];
+    int n2 = 0, nf2 = 0;
+    c2[n2++] = f2[nf2++] = (tile_const){"CHUNK", 0, Q, 0};
+    c2[n2++] = f2[nf2++] = (tile_const){"HAS_INITIAL", 0, f->has_initial, 0};
+    c2[n2++] = (tile_const){"BLOCK_K", 0, block_k, 0};
+    c2[n2++] = (tile_const){"BLOCK_P", 0, block_p_state, 0};
+    c2[n2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
     if (dt == TILE_F32) c2[n2++] = f2[nf2++] = (tile_const){"TF32", 0, tf32, 0};
     if (warps_state) c2[n2++] = (tile_const){"num_warps", 0, warps_state, 0};
     if (o->warps_state) f2[nf2++] = (tile_const){"num_warps", 0, o->warps_state, 0};
@@ -584,12 +582,16 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
      * at one block per SM, and with the 2 blocks asked for below it has not
      * been timed.  Never by the state dtype, so that y stays the same bit for
      * bit whichever stores the states (mamba2_state_dtype_same_y). */
-    const int has_d = !in->D ? 0 : in->D_per_head && (fused || dt == TILE_F32) ? 2 : 1;
-    tile_const c3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, has_d, 0}, {"HAS_Z", 0, in->z != NULL, 0},
-                        {"BLOCK_M", 0, block_m, 0}, {"BLOCK_P", 0, block_p, 0}, {"BLOCK_N", 0, block_n_out, 0},
-                        {"BLOCK_K", 0, block_k_out, 0}};
-    tile_const f3[16] = {{"CHUNK", 0, Q, 0}, {"HAS_D", 0, has_d, 0}, {"HAS_Z", 0, in->z != NULL, 0}};
-    int n3 = 7, nf3 = 3;
+    const int has_d = !f->has_D ? 0 : f->D_per_head && (fused || dt == TILE_F32) ? 2 : 1;
+    tile_const *c3 = p->consts[K_OUT], *f3 = p->fixed[K_OUT];
+    int n3 = 0, nf3 = 0;
+    c3[n3++] = f3[nf3++] = (tile_const){"CHUNK", 0, Q, 0};
+    c3[n3++] = f3[nf3++] = (tile_const){"HAS_D", 0, has_d, 0};
+    c3[n3++] = f3[nf3++] = (tile_const){"HAS_Z", 0, f->has_z, 0};
+    c3[n3++] = (tile_const){"BLOCK_M", 0, block_m, 0};
+    c3[n3++] = (tile_const){"BLOCK_P", 0, block_p, 0};
+    c3[n3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
+    c3[n3++] = (tile_const){"BLOCK_K", 0, block_k_out, 0};
     if (dt == TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"TF32", 0, tf32, 0};
     if (warps_out) c3[n3++] = (tile_const){"num_warps", 0, warps_out, 0};
     if (o->warps_out) f3[nf3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
@@ -617,11 +619,58 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     /* chunk_scores: all of dstate in one step for 16-bit inputs (no spills
      * at 128; 64 spills a word), 64 for f32 */
     const int block_n_scores = min_int(dt == TILE_F32 ? 64 : 128, max_int(16, pow2_at_least(N)));
-    tile_const c4[6] = {{"CHUNK", 0, Q, 0}, {"BLOCK_M", 0, block_m, 0}, {"BLOCK_N", 0, block_n_scores, 0}};
-    tile_const f4[6] = {{"CHUNK", 0, Q, 0}};
-    int n4 = 3, nf4 = 1;
+    tile_const *c4 = p->consts[K_SCORES], *f4 = p->fixed[K_SCORES];
+    int n4 = 0, nf4 = 0;
+    c4[n4++] = f4[nf4++] = (tile_const){"CHUNK", 0, Q, 0};
+    c4[n4++] = (tile_const){"BLOCK_M", 0, block_m, 0};
+    c4[n4++] = (tile_const){"BLOCK_N", 0, block_n_scores, 0};
     if (dt == TILE_F32) c4[n4++] = f4[nf4++] = (tile_const){"TF32", 0, tf32, 0};
     if (o->block_m) f4[nf4++] = (tile_const){"BLOCK_M", 0, block_m, 0};
+    p->nconsts[K_STATE] = n2, p->nfixed[K_STATE] = nf2;
+    p->nconsts[K_OUT] = n3, p->nfixed[K_OUT] = nf3;
+    p->nconsts[K_SCORES] = n4, p->nfixed[K_SCORES] = nf4;
+}
+
+
+static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune, int verbose) {
+    const M2Shape *s = &in->s;
+    const struct M2RandomFeatures features = {in->D != NULL, in->D_per_head, in->z != NULL, in->dt_bias != NULL,
+                                              in->initial_states != NULL};
+    Plan plan;
+    run_plan(run, &plan, s, o, &features);
+    const int Bt = s->batch, L = s->seqlen, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
+    const int Q = s->chunk, nchunks = run->nchunks, heads = plan.heads, fused = plan.fused, exact = plan.exact;
+    const tile_dtype dt = o->dtype, sdt = o->state_dtype;
+    const size_t nx = m2_numel_x(s), nbc = m2_numel_bc(s), nstate = m2_numel_state(s);
+    const size_t ntok = (size_t)Bt * L * H;
+
+    if (upload(run, &run->x, in->x, nx, dt) || upload(run, &run->dt, in->dt, ntok, TILE_F32) ||
+        upload(run, &run->A, in->A, (size_t)H, TILE_F32) || upload(run, &run->B, in->B, nbc, dt) ||
+        upload(run, &run->C, in->C, nbc, dt))
+        return -1;
+    if (in->D && upload(run, &run->D, in->D, (size_t)H * P, TILE_F32)) return -1;
+    if (in->z && upload(run, &run->z, in->z, nx, dt)) return -1;
+    if (in->initial_states && upload(run, &run->initial, in->initial_states, nstate, TILE_F32)) return -1;
+    if (in->dt_bias) {
+        if (upload(run, &run->dt_bias, in->dt_bias, (size_t)H, TILE_F32)) return -1;
+    } else if (alloc_zero(run, &run->dt_bias, (size_t)H * 4)) {
+        return -1;
+    }
+    if (alloc_zero(run, &run->dummy, 16) || alloc_zero(run, &run->dt_out, ntok * 4) ||
+        alloc_zero(run, &run->dA_cumsum, ntok * 4) ||
+        alloc_zero(run, &run->states, (size_t)Bt * nchunks * H * P * N * (size_t)tile_dtype_size(sdt)) ||
+        alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)))
+        return -1;
+    memcpy(run->skip, plan.skip, sizeof run->skip);
+    if (!fused && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
+    if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
+
+    char dir[4096];
+    tile_dir(dir, sizeof dir);
+    if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
+        load_module(run, K_OUT, dir, "compute_out.tile"))
+        return -1;
+    run->mod[K_SCORES] = run->mod[K_OUT];   /* one program, two kernels (the context releases it once) */
 
     /* The decays' low parts: written and read only when exact (else any rank-3 array). */
     const tile_arg lo_arg = exact ? array_arg(run->dA_lo, TILE_F32, 3, Bt, H, L, 0, 0)
@@ -681,15 +730,13 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[na++] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
     run->nargs[K_OUT] = na;
 
-    const tile_const *consts[K_COUNT] = {c1, c2, c4, c3}, *fixed[K_COUNT] = {f1, f2, f4, f3};
-    const int nconsts[K_COUNT] = {n1, n2, n4, n3}, nfixed[K_COUNT] = {nf1, nf2, nf4, nf3};
     for (int k = 0; k < K_COUNT; k++) {
         if (run->skip[k]) continue;
         if (tune) {
-            if (tune_kernel(run, k, name[k], fixed[k], nfixed[k], verbose)) return -1;
+            if (tune_kernel(run, k, plan.name[k], plan.fixed[k], plan.nfixed[k], verbose)) return -1;
         } else {
-            TRY(tile_kernel_get(run->mod[k], name[k], consts[k], nconsts[k], &run->kern[k]));
-            grid_for(run, k, consts[k], nconsts[k], run->grid[k]);
+            TRY(tile_kernel_get(run->mod[k], plan.name[k], plan.consts[k], plan.nconsts[k], &run->kern[k]));
+            grid_for(run, k, plan.consts[k], plan.nconsts[k], run->grid[k]);
         }
     }
     return 0;
@@ -895,6 +942,36 @@ static int open_backend(const Config *cfg, tile_ctx **ctx) {
     return 0;
 }
 
+/* --plan: one line per kernel, its grid and the constants it is specialised
+ * on (the plain run's; --tune searches from the ones it holds). */
+static void print_plan(const Config *cfg, const M2Shape *s, const struct M2RandomFeatures *f) {
+    Run run;
+    Plan plan;
+    memset(&run, 0, sizeof run);
+    run_plan(&run, &plan, s, &cfg->opt, f);
+    printf("plan: batch %d, seqlen %d, heads %d, headdim %d, dstate %d, groups %d, chunk %d; %s inputs, %s states\n",
+           s->batch, s->seqlen, s->heads, s->headdim, s->dstate, s->groups, s->chunk, tile_dtype_name(cfg->opt.dtype),
+           tile_dtype_name(cfg->opt.state_dtype));
+    for (int k = 0; k < K_COUNT; k++) {
+        if (plan.skip[k]) {
+            printf("  %-26s not launched (the scores are computed inside compute_out)\n", plan.name[k]);
+            continue;
+        }
+        int grid[3];
+        grid_for(&run, k, plan.consts[k], plan.nconsts[k], grid);
+        char g[48];
+        snprintf(g, sizeof g, "(%d, %d, %d)", grid[0], grid[1], grid[2]);
+        printf("  %-26s grid %-16s", plan.name[k], g);
+        for (int i = 0; i < plan.nconsts[k]; i++) {
+            const tile_const *c = &plan.consts[k][i];
+            if (c->kind == TILE_CONST_DTYPE) printf(" %s=%s", c->name, tile_dtype_name((tile_dtype)c->i));
+            else printf(" %s=%lld", c->name, (long long)c->i);
+        }
+        printf("\n");
+    }
+    if (cfg->tune) printf("  (--tune would search each kernel's tune block from these)\n");
+}
+
 int main(int argc, char **argv) {
     Config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -932,6 +1009,15 @@ int main(int argc, char **argv) {
     if (check_options(&cfg, &shape) != 0) {
         if (cfg.inputs_dir) m2_inputs_free(&in);
         return EXIT_USAGE;
+    }
+
+    if (cfg.plan) {
+        const struct M2RandomFeatures f = cfg.inputs_dir ? (struct M2RandomFeatures){in.D != NULL, in.D_per_head,
+                                              in.z != NULL, in.dt_bias != NULL, in.initial_states != NULL}
+                                                         : cfg.features;
+        print_plan(&cfg, &shape, &f);
+        if (cfg.inputs_dir) m2_inputs_free(&in);
+        return 0;
     }
 
     /* The backend, before random inputs are made: a GPU run on a machine
