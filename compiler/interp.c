@@ -499,11 +499,9 @@ static bool in_range(const InterpArray *arr, const int64_t *coord) {
 static bool claim(Interp *I, const IrOp *op, const InterpArray *arr, const int64_t *coord) {
     int p = op->array;
     int64_t n = 1, li = 0;
-    for (int d = 0; d < arr->rank; d++) {
-        n *= arr->shape[d];
-        li = li * arr->shape[d] + coord[d];
-    }
-    if (n > ((int64_t)1 << 31)) return true;
+    for (int d = 0; d < arr->rank; d++)   /* extents are < 2^31: stop before n can wrap */
+        if ((n *= arr->shape[d]) > ((int64_t)1 << 31)) return true;
+    for (int d = 0; d < arr->rank; d++) li = li * arr->shape[d] + coord[d];
     if (!I->writer[p] && !(I->writer[p] = calloc((size_t)n, sizeof(uint32_t)))) {
         fail(I, op, "out of memory for the race check (TILE_CHECK_RACES=0 turns it off)");
         return false;

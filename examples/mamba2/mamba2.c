@@ -49,7 +49,8 @@ static const char usage_text[] =
     "           registers, --block-n-out covering dstate; default fused for bf16/f16 inputs\n"
     "           with dstate <= 64 or groups > 1, and for large bf16 runs, the faster there)\n"
     "           --occupancy-out N, --occupancy-state N (blocks per SM the registers of kernel\n"
-    "           3, of kernel 2, are sized for; default: the compiler's choice)\n"
+    "           3, of kernel 2, are sized for; default: 3 for kernel 3 with fused scores\n"
+    "           (2 for f32), 2 with separate scores (16-bit), else the compiler's choice)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -532,6 +533,18 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     const int block_k_out = min_int(o->block_k_out ? o->block_k_out : heads > 1 || (fused && dt != TILE_F32) ? 32
                                                                     : fused ? 16 : 64, block_m);
     const int warps_out = o->warps_out ? o->warps_out : fused ? 4 : 0;
+    /* compute_out's skip term: a per-head D rides the causal loop's mma, on the
+     * weights' diagonal (compute_out.tile's D_DIAGONAL: no x_m load, no
+     * epilogue; at (8, 4096, 80, 64, 128, 1, 256) bf16 compute_out 1.220 ->
+     * 1.070 ms, with dstate 64 and 8 groups 1.012 -> 0.947, tf32 2.058 ->
+     * 2.012; H200, 2026-12-01, on a prototype reading D_h once per head); one
+     * of (heads, headdim) is added after it
+     * (D_AFTER), as is every D of the separate-scores 16-bit kernel: there the
+     * diagonal measured 0.170 -> 0.239 ms at (1, 4096, 80, 64, 128, 1, 256)
+     * at one block per SM, and with the 2 blocks asked for below it has not
+     * been timed.  Never by the state dtype, so that y stays the same bit for
+     * bit whichever stores the states (mamba2_state_dtype_same_y). */
+    const int has_d = !f->has_D ? 0 : f->D_per_head && (fused || dt == TILE_F32) ? 2 : 1;
     /* the fused default's occupancy only with its own tiles and warps (others may not fit it) */
     const int fused_defaults = fused && !o->block_m && !o->warps_out && !o->block_k_out;
     /* Separate, 16-bit: 2 blocks per SM, which its shared memory (78 KB)
@@ -540,7 +553,7 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     /* Fused with f32 states and dstate over 64 (16-bit inputs): 2, the state
      * tile converted in registers spilling at 3 with the skip term on the
      * diagonal (ptxas, NVRTC 13.0: 215 registers at 2). */
-    const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64) ? 2 : 3;
+    const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64 && has_d == 2) ? 2 : 3;
     const int occupancy_out = o->occupancy_out ? o->occupancy_out
                               : fused_defaults ? fused_occupancy
                               : !fused && heads == 1 && dt != TILE_F32 ? 2 : 0;
@@ -572,17 +585,6 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     if (o->block_n_state) f2[nf2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
     if (o->block_p_state) f2[nf2++] = (tile_const){"BLOCK_P", 0, block_p_state, 0};
 
-    /* compute_out's skip term: a per-head D rides the causal loop's mma, on the
-     * weights' diagonal (compute_out.tile's D_DIAGONAL: no x_m load, no
-     * epilogue; at (8, 4096, 80, 64, 128, 1, 256) bf16 compute_out 1.220 ->
-     * 1.070 ms, with dstate 64 and 8 groups 1.012 -> 0.947, tf32 2.058 ->
-     * 2.012; H200, 2026-12-01); one of (heads, headdim) is added after it
-     * (D_AFTER), as is every D of the separate-scores 16-bit kernel: there the
-     * diagonal measured 0.170 -> 0.239 ms at (1, 4096, 80, 64, 128, 1, 256)
-     * at one block per SM, and with the 2 blocks asked for below it has not
-     * been timed.  Never by the state dtype, so that y stays the same bit for
-     * bit whichever stores the states (mamba2_state_dtype_same_y). */
-    const int has_d = !f->has_D ? 0 : f->D_per_head && (fused || dt == TILE_F32) ? 2 : 1;
     tile_const *c3 = p->consts[K_OUT], *f3 = p->fixed[K_OUT];
     int n3 = 0, nf3 = 0;
     c3[n3++] = f3[nf3++] = (tile_const){"CHUNK", 0, Q, 0};

@@ -404,6 +404,19 @@ static void t_races(void) {
         for (int i = 0; i < 32; i++) H_CHECK(AT1(y, i) == 2 * AT1(x, i), "y[%d] = %g, want %g", i, AT1(y, i), 2 * AT1(x, i));
     h_free(x);
     h_free(y);
+
+    /* 2^65 logical elements over one float (zero strides): too many to track,
+     * so not checked -- and the element count must not wrap (it once did, and
+     * the check wrote out of bounds) */
+    float cell[1] = { 0 };
+    HArray wide = { .dtype = DT_F32, .rank = 3, .shape = { (int64_t)1 << 21, (int64_t)1 << 21, (int64_t)1 << 23 },
+                    .data = cell, .nbytes = sizeof cell };
+    const char *wsrc = "kernel spread(y: f32[A, B, C]) {\n"
+                       "    store(y, index=(0, 0, bid(0)), tile=full((1, 1, 8), 3.0, f32));\n"
+                       "}\n";
+    HArg wargs[] = { HA(&wide) };
+    HRun r4 = { .src = wsrc, .kernel = "spread", .grid = { 2, 1, 1 } };
+    H_CHECK(h_run(&r4, wargs, 1, NULL, err, sizeof err) == 0 && cell[0] == 3.0f, "wide array: %s", err);
 }
 
 int main(void) {
