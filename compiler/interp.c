@@ -50,6 +50,8 @@ typedef struct Interp {
     int64_t steps, max_steps;
     bool check_races;
     uint32_t **writer;      /* per param: the block (linear id + 1) that wrote each element, or 0 */
+    uint32_t **reader;      /* per param the kernel writes: the block that read each element, 0 or several */
+    bool *written;          /* per param: the kernel stores or scatters to it */
     FILE *out;
     char *err;
     size_t errlen;
@@ -491,37 +493,66 @@ static bool in_range(const InterpArray *arr, const int64_t *coord) {
     return true;
 }
 
-/* Block b's claim on the element at coord of array parameter p, which it
- * writes (check_races): an element written by two blocks of one launch is a
- * race on the GPU, where blocks run in no set order, so the result would
- * depend on which wrote last.  Elements are numbered in the array's logical
- * row-major order; arrays of over 2^31 elements are not tracked. */
-static bool claim(Interp *I, const IrOp *op, const InterpArray *arr, const int64_t *coord) {
+/* The race check (check_races).  Blocks run in no set order on the GPU, so
+ * within one launch an element one block writes (store, scatter) must be
+ * neither written nor read (load, gather) by another: the result would
+ * depend on which came first.  The interpreter's fixed order hides that, so
+ * it tracks, per array argument and logical element (row-major), the block
+ * that wrote it and the block that read it (or "several") -- reads only of
+ * arguments the kernel also writes.  Atomics are not tracked; arrays of over
+ * 2^31 elements are skipped. */
+#define READ_BY_SEVERAL UINT32_MAX
+
+static void block_of(const Interp *I, uint32_t id, int b[3]) {
+    int64_t o = (int64_t)id - 1;
+    b[0] = (int)(o % I->grid[0]), b[1] = (int)(o / I->grid[0] % I->grid[1]), b[2] = (int)(o / I->grid[0] / I->grid[1]);
+}
+
+static bool race(Interp *I, const IrOp *op, const InterpArray *arr, const int64_t *coord, const char *what,
+                 uint32_t other) {
+    char where[160], who[48];
+    int len = 0, b[3];
+    for (int d = 0; d < arr->rank && len < (int)sizeof where - 24; d++)
+        len += snprintf(where + len, sizeof where - (size_t)len, "%s%lld", d ? ", " : "", (long long)coord[d]);
+    if (other == READ_BY_SEVERAL) {
+        snprintf(who, sizeof who, "several blocks");
+    } else {
+        block_of(I, other, b);
+        snprintf(who, sizeof who, "block (%d, %d, %d)", b[0], b[1], b[2]);
+    }
+    /* what: "w" written twice, "rw" read after another's write, "r" written after another's read */
+    const bool by_writer = what[0] == 'w' || what[1] == 'w';
+    fail(I, op, "race: element (%s) of '%s', %s by %s, is %s (blocks run in no set order on the GPU)", where,
+         I->f->params[op->array].name, by_writer ? "written" : "read", who,
+         !strcmp(what, "w") ? "written again" : !strcmp(what, "rw") ? "read by another block" : "written by another block");
+    return false;
+}
+
+/* One block's access to the element at coord: write (store, scatter) or
+ * read (load, gather); false after reporting a race. */
+static bool track(Interp *I, const IrOp *op, const InterpArray *arr, const int64_t *coord, bool write) {
     int p = op->array;
+    if (!write && !I->written[p]) return true;   /* only read: any order reads the same */
     int64_t n = 1, li = 0;
     for (int d = 0; d < arr->rank; d++)   /* extents are < 2^31: stop before n can wrap */
         if ((n *= arr->shape[d]) > ((int64_t)1 << 31)) return true;
     for (int d = 0; d < arr->rank; d++) li = li * arr->shape[d] + coord[d];
-    if (!I->writer[p] && !(I->writer[p] = calloc((size_t)n, sizeof(uint32_t)))) {
+    if ((!I->writer[p] && !(I->writer[p] = calloc((size_t)n, sizeof(uint32_t)))) ||
+        (!I->reader[p] && !(I->reader[p] = calloc((size_t)n, sizeof(uint32_t))))) {
         fail(I, op, "out of memory for the race check (TILE_CHECK_RACES=0 turns it off)");
         return false;
     }
     uint32_t me = (uint32_t)(I->bid[0] + (int64_t)I->grid[0] * (I->bid[1] + (int64_t)I->grid[1] * I->bid[2])) + 1;
-    if (me == 0) me = 1;
-    uint32_t other = I->writer[p][li];
-    if (other == 0 || other == me) {
+    if (me == 0 || me == READ_BY_SEVERAL) me = 1;
+    uint32_t w = I->writer[p][li], r = I->reader[p][li];
+    if (w != 0 && w != me) return race(I, op, arr, coord, write ? "w" : "rw", w);
+    if (write) {
+        if (r != 0 && r != me) return race(I, op, arr, coord, "r", r);
         I->writer[p][li] = me;
-        return true;
+    } else {
+        I->reader[p][li] = r == 0 || r == me ? me : READ_BY_SEVERAL;
     }
-    int64_t o = (int64_t)other - 1;
-    int ox = (int)(o % I->grid[0]), oy = (int)(o / I->grid[0] % I->grid[1]), oz = (int)(o / I->grid[0] / I->grid[1]);
-    char where[160];
-    int len = 0;
-    for (int d = 0; d < arr->rank && len < (int)sizeof where - 24; d++)
-        len += snprintf(where + len, sizeof where - (size_t)len, "%s%lld", d ? ", " : "", (long long)coord[d]);
-    fail(I, op, "race: element (%s) of '%s', written by block (%d, %d, %d), is written again (blocks run in "
-         "no set order on the GPU)", where, I->f->params[p].name, ox, oy, oz);
-    return false;
+    return true;
 }
 
 /* LOAD and STORE: tile element t maps to array coordinate
@@ -559,9 +590,10 @@ static Flow exec_load_store(Interp *I, const IrOp *op) {
         for (int d = 0; d < rank; d++) coord[order[d]] = base[d] + tidx[d];
         bool ok = in_range(arr, coord);
         if (is_store) {
-            if (ok && I->check_races && !claim(I, op, arr, coord)) return FLOW_ERROR;
+            if (ok && I->check_races && !track(I, op, arr, coord, true)) return FLOW_ERROR;
             if (ok) scalar_store(arr->dtype, elem_ptr(arr, coord), convert_if(tdt, arr->dtype, t[i]));
         } else {
+            if (ok && I->check_races && !track(I, op, arr, coord, false)) return FLOW_ERROR;
             Scalar v = ok ? scalar_load(arr->dtype, elem_ptr(arr, coord)) : pad;
             t[i] = convert_if(arr->dtype, tdt, v);
         }
@@ -607,11 +639,12 @@ static Flow exec_indexed(Interp *I, const IrOp *op) {
         for (int d = 0; d < rank; d++) coord[d] = to_i64(arg_dtype(I, op, d), elem(ix[d], nix[d], i));
         bool ok = in_range(arr, coord);
         if (is_gather) {
+            if (ok && I->check_races && !track(I, op, arr, coord, false)) return FLOW_ERROR;
             val[i] = convert_if(arr->dtype, vdt, ok ? scalar_load(arr->dtype, elem_ptr(arr, coord)) : pad);
             continue;
         }
         if (!ok) continue;
-        if (op->op == OP_SCATTER && I->check_races && !claim(I, op, arr, coord)) return FLOW_ERROR;
+        if (op->op == OP_SCATTER && I->check_races && !track(I, op, arr, coord, true)) return FLOW_ERROR;
         Scalar v = convert_if(vdt, arr->dtype, elem(val, n, i));
         void *p = elem_ptr(arr, coord);
         if (op->op == OP_ATOMIC_ADD || op->op == OP_ATOMIC_MAX || op->op == OP_ATOMIC_MIN) {
@@ -857,6 +890,19 @@ static bool check_args(Interp *I, int nargs) {
     return true;
 }
 
+/* The array arguments the kernel stores or scatters to (the race check
+ * tracks reads of these only). */
+static void mark_written(Interp *I, const IrBlock *blk) {
+    if (!blk) return;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if ((o->op == OP_STORE || o->op == OP_SCATTER) && o->array >= 0 && o->array < I->f->nparams)
+            I->written[o->array] = true;
+        mark_written(I, o->body);
+        mark_written(I, o->else_body);
+    }
+}
+
 int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int nargs,
                const InterpOptions *opt, char *err, size_t errlen) {
     Interp I;
@@ -882,7 +928,9 @@ int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int na
     I.bufs = calloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), sizeof(Scalar *));
     I.locals = calloc((size_t)(f->nlocals > 0 ? f->nlocals : 1), sizeof(Scalar *));
     I.writer = calloc((size_t)(f->nparams > 0 ? f->nparams : 1), sizeof(uint32_t *));
-    if (!I.vals || !I.bufs || !I.locals || !I.writer) { fail(&I, NULL, "out of memory"); status = -1; goto done; }
+    I.reader = calloc((size_t)(f->nparams > 0 ? f->nparams : 1), sizeof(uint32_t *));
+    I.written = calloc((size_t)(f->nparams > 0 ? f->nparams : 1), sizeof(bool));
+    if (!I.vals || !I.bufs || !I.locals || !I.writer || !I.reader || !I.written) { fail(&I, NULL, "out of memory"); status = -1; goto done; }
     for (int l = 0; l < f->nlocals; l++) {
         int64_t n = type_numel(&f->locals[l].type);
         if (n > INTERP_MAX_TILE_ELEMS) {
@@ -896,6 +944,7 @@ int interp_run(const IrFunc *f, const int grid[3], const InterpArg *args, int na
             goto done;
         }
     }
+    mark_written(&I, f->body);
     for (int z = 0; z < I.grid[2] && status == 0; z++) {
         for (int y = 0; y < I.grid[1] && status == 0; y++) {
             for (int x = 0; x < I.grid[0] && status == 0; x++) {
@@ -918,7 +967,10 @@ done:
     if (I.bufs) for (int v = 0; v < f->nvalues; v++) free(I.bufs[v]);
     if (I.locals) for (int l = 0; l < f->nlocals; l++) free(I.locals[l]);
     if (I.writer) for (int p = 0; p < f->nparams; p++) free(I.writer[p]);
+    if (I.reader) for (int p = 0; p < f->nparams; p++) free(I.reader[p]);
     free(I.writer);
+    free(I.reader);
+    free(I.written);
     free(I.vals);
     free(I.bufs);
     free(I.locals);

@@ -6,8 +6,9 @@
  * GPU does.  Nothing a kernel does can crash the host: out-of-range accesses
  * are padded or dropped as the language says, integer division by zero gives 0,
  * and loops that run away are stopped by the step limit.  With check_races,
- * an element written by two blocks of one launch (a race on the GPU, hidden
- * here by the fixed block order) is a located error. */
+ * an element one block writes and another writes or reads in the same launch
+ * (a race on the GPU, hidden here by the fixed block order) is a located
+ * error. */
 #ifndef TILEC_INTERP_H
 #define TILEC_INTERP_H
 
@@ -33,7 +34,7 @@ typedef struct InterpArg {
 typedef struct InterpOptions {
     FILE *print_out;        /* where print() writes; NULL = stdout */
     int64_t max_steps;      /* ops executed per block before giving up; 0 = 1e9 */
-    bool check_races;       /* fail when two blocks write one element (store, scatter) */
+    bool check_races;       /* fail when an element one block writes, another writes or reads */
 } InterpOptions;
 
 /* Returns 0 on success; otherwise writes a message to err and returns -1. */

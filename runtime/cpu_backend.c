@@ -46,8 +46,8 @@ static tile_status cpu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3],
             iargs[i].scalar = args[i].scalar;
         }
     }
-    /* Two blocks writing one element: an error (a race on the GPU), unless
-     * TILE_CHECK_RACES=0 */
+    /* An element one block writes and another writes or reads: an error (a
+     * race on the GPU), unless TILE_CHECK_RACES=0 */
     const char *races = getenv("TILE_CHECK_RACES");
     InterpOptions opt = {ctx->print_out, ctx->max_steps, !(races && !strcmp(races, "0"))};
     char err[1024] = "";

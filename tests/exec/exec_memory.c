@@ -368,10 +368,10 @@ static void t_huge_indices(void) {
     }
 }
 
-/* Two blocks writing one element is a race on the GPU (blocks run in no set
- * order): the interpreter says which element, which array and which blocks,
- * for stores and scatters; atomics and one block writing an element twice
- * are fine. */
+/* An element one block writes and another writes or reads is a race on the
+ * GPU (blocks run in no set order): the interpreter says which element,
+ * which array and which blocks; atomics, one block writing an element twice
+ * and a block updating its own tile in place are fine. */
 static void t_races(void) {
     const char *src =
         "kernel overlap(x: f32[N], y: f32[N]) {\n"
@@ -402,8 +402,34 @@ static void t_races(void) {
     HRun r3 = { .src = src, .kernel = "twice", .grid = { 4, 1, 1 } };
     if (h_run(&r3, args, 2, NULL, err, sizeof err) == 0)
         for (int i = 0; i < 32; i++) H_CHECK(AT1(y, i) == 2 * AT1(x, i), "y[%d] = %g, want %g", i, AT1(y, i), 2 * AT1(x, i));
-    h_free(x);
-    h_free(y);
+    /* Reads against writes, in one array: a block reading its neighbour's
+     * tile that the neighbour overwrites (either order is a race), and a
+     * block updating its own tile in place (no race). */
+    const char *rw =
+        "kernel shift(y: f32[N]) {\n"
+        "    store(y, index=(bid(0),), tile=load(y, index=(bid(0) + 1,), shape=(8,)));\n"
+        "}\n"
+        "kernel spill(y: f32[N]) {\n"
+        "    let t = load(y, index=(0,), shape=(8,));\n"
+        "    store(y, index=(bid(0),), tile=t + 1.0);\n"
+        "}\n"
+        "kernel inplace(y: f32[N]) {\n"
+        "    store(y, index=(bid(0),), tile=load(y, index=(bid(0),), shape=(8,)) + 1.0);\n"
+        "}\n";
+    HArg yargs[] = { HA(y) };
+    h_fill(y, 1);
+    HRun r5 = { .src = rw, .kernel = "shift", .grid = { 3, 1, 1 }, .expect_error = true };
+    h_run(&r5, yargs, 1, NULL, err, sizeof err);
+    H_CHECK(strstr(err, "race: element (8) of 'y', read by block (0, 0, 0), is written by another block") &&
+            strstr(err, "in block (1, 0, 0)"), "write-after-read message: %s", err);
+    HRun r6 = { .src = rw, .kernel = "spill", .grid = { 2, 1, 1 }, .expect_error = true };
+    h_run(&r6, yargs, 1, NULL, err, sizeof err);
+    H_CHECK(strstr(err, "race: element (0) of 'y', written by block (0, 0, 0), is read by another block"),
+            "read-after-write message: %s", err);
+    h_fill(y, 1);
+    HRun r7 = { .src = rw, .kernel = "inplace", .grid = { 4, 1, 1 } };
+    if (h_run(&r7, yargs, 1, NULL, err, sizeof err) == 0)
+        for (int i = 0; i < 32; i++) H_CHECK(AT1(y, i) == 2, "y[%d] = %g, want 2", i, AT1(y, i));
 
     /* 2^65 logical elements over one float (zero strides): too many to track,
      * so not checked -- and the element count must not wrap (it once did, and
@@ -417,6 +443,8 @@ static void t_races(void) {
     HArg wargs[] = { HA(&wide) };
     HRun r4 = { .src = wsrc, .kernel = "spread", .grid = { 2, 1, 1 } };
     H_CHECK(h_run(&r4, wargs, 1, NULL, err, sizeof err) == 0 && cell[0] == 3.0f, "wide array: %s", err);
+    h_free(x);
+    h_free(y);
 }
 
 int main(void) {

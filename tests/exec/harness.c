@@ -244,7 +244,7 @@ static int run_one(const IrFunc *f, const HRun *r, InterpArg *iargs, int nargs, 
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
-    InterpOptions opt = { out, r->max_steps, true };   /* two blocks writing one element fail */
+    InterpOptions opt = { out, r->max_steps, true };   /* races between blocks fail */
     int grid[3];
     for (int d = 0; d < 3; d++) grid[d] = r->grid[d] > 0 ? r->grid[d] : 1;
     int rc = interp_run(f, grid, iargs, nargs, &opt, err, errlen);
