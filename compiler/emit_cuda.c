@@ -911,8 +911,8 @@ static bool known_nonneg(Emitter *E, int id, int depth) {
         return known_nonneg(E, d->args[0], depth + 1) && known_nonneg(E, d->args[1], depth + 1);
     case OP_MAXIMUM: return known_nonneg(E, d->args[0], depth + 1) || known_nonneg(E, d->args[1], depth + 1);
     case OP_FOR: {   /* lo, hi, step: counting up from lo >= 0 */
-        const IrOp *st = E->f->values[d->args[2]].def;
-        return known_nonneg(E, d->args[0], depth + 1) && st && st->op == OP_CONST && st->lit.i > 0;
+        int64_t st;
+        return known_nonneg(E, d->args[0], depth + 1) && ir_const_int(E->f, d->args[2], &st) && st > 0;
     }
     default: return false;
     }
@@ -1634,6 +1634,9 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     /* TILEC_NO_REMAT=1: convert through shared memory as before remat existed
      * (to measure what it gives; docs/performance.md) */
     E.opt_remat = !ce_env_flag("TILEC_NO_REMAT");
+    /* TILEC_OUTER_PIPE=1: loops that hold loops get a pipeline too (to
+     * measure what the rule in ce_async_loop_begin saves) */
+    E.opt_outer_pipe = ce_env_flag("TILEC_OUTER_PIPE");
     /* TILEC_READBACK_MAX_BYTES=N: the largest tile read into registers that
      * rides a cp.async pipeline (default READBACK_MAX_BYTES; 0: none do); an
      * experiment knob */

@@ -474,14 +474,6 @@ static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const c
     free(saved);
 }
 
-/* An integer constant's value, if v is one. */
-static bool const_int(const Emitter *E, int v, int64_t *out) {
-    const IrOp *d = v >= 0 ? E->f->values[v].def : NULL;
-    if (!d || d->op != OP_CONST || !dtype_is_int(E->f->values[v].type.dtype)) return false;
-    *out = d->lit.i;
-    return true;
-}
-
 /* Does blk hold a loop that is not known to be short (fewer than 4
  * iterations, its bounds constants)? */
 static bool contains_long_loop(const Emitter *E, const IrBlock *blk) {
@@ -490,7 +482,8 @@ static bool contains_long_loop(const Emitter *E, const IrBlock *blk) {
         const IrOp *o = blk->ops[i];
         if (o->op == OP_FOR) {
             int64_t lo, hi, st;
-            if (!const_int(E, o->args[0], &lo) || !const_int(E, o->args[1], &hi) || !const_int(E, o->args[2], &st) ||
+            if (!ir_const_int(E->f, o->args[0], &lo) || !ir_const_int(E->f, o->args[1], &hi) ||
+                !ir_const_int(E->f, o->args[2], &st) ||
                 st <= 0 || (hi - lo + st - 1) / st >= 4)
                 return true;
         }
@@ -528,7 +521,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
      * (96 KB of shared memory: 2 blocks per SM instead of 3); with dstate 64
      * on 5 heads 0.981 with, 1.006 without, but 16 bytes of spills. */
     bool outer = contains_long_loop(E, loop->body);
-    if (outer && !ce_env_flag("TILEC_OUTER_PIPE")) return false;
+    if (outer && !E->opt_outer_pipe) return false;
     bool readback = mma_loop;
     for (int k = 0; k < loop->body->nops; k++) {
         const IrOp *o = loop->body->ops[k];

@@ -508,7 +508,16 @@ static void block_of(const Interp *I, uint32_t id, int b[3]) {
     b[0] = (int)(o % I->grid[0]), b[1] = (int)(o / I->grid[0] % I->grid[1]), b[2] = (int)(o / I->grid[0] / I->grid[1]);
 }
 
-static bool race(Interp *I, const IrOp *op, const InterpArray *arr, const int64_t *coord, const char *what,
+/* The three races, as the message words them: what `other` did to the
+ * element, and what this block does to it. */
+typedef enum Race { RACE_WRITE_WRITE, RACE_WRITE_READ, RACE_READ_WRITE } Race;
+static const char *const race_words[][2] = {
+    [RACE_WRITE_WRITE] = {"written", "written again"},
+    [RACE_WRITE_READ] = {"written", "read by another block"},
+    [RACE_READ_WRITE] = {"read", "written by another block"},
+};
+
+static bool race(Interp *I, const IrOp *op, const InterpArray *arr, const int64_t *coord, Race kind,
                  uint32_t other) {
     char where[160], who[48];
     int len = 0, b[3];
@@ -520,19 +529,17 @@ static bool race(Interp *I, const IrOp *op, const InterpArray *arr, const int64_
         block_of(I, other, b);
         snprintf(who, sizeof who, "block (%d, %d, %d)", b[0], b[1], b[2]);
     }
-    /* what: "w" written twice, "rw" read after another's write, "r" written after another's read */
-    const bool by_writer = what[0] == 'w' || what[1] == 'w';
     fail(I, op, "race: element (%s) of '%s', %s by %s, is %s (blocks run in no set order on the GPU)", where,
-         I->f->params[op->array].name, by_writer ? "written" : "read", who,
-         !strcmp(what, "w") ? "written again" : !strcmp(what, "rw") ? "read by another block" : "written by another block");
+         I->f->params[op->array].name, race_words[kind][0], who, race_words[kind][1]);
     return false;
 }
 
 /* One block's access to the element at coord: write (store, scatter) or
- * read (load, gather); false after reporting a race. */
+ * read (load, gather); false after reporting a race.  True at once when the
+ * check is off. */
 static bool track(Interp *I, const IrOp *op, const InterpArray *arr, const int64_t *coord, bool write) {
     int p = op->array;
-    if (!write && !I->written[p]) return true;   /* only read: any order reads the same */
+    if (!I->check_races || (!write && !I->written[p])) return true;   /* only read: any order reads the same */
     int64_t n = 1, li = 0;
     for (int d = 0; d < arr->rank; d++)   /* extents are < 2^31: stop before n can wrap */
         if ((n *= arr->shape[d]) > ((int64_t)1 << 31)) return true;
@@ -545,9 +552,9 @@ static bool track(Interp *I, const IrOp *op, const InterpArray *arr, const int64
     uint32_t me = (uint32_t)(I->bid[0] + (int64_t)I->grid[0] * (I->bid[1] + (int64_t)I->grid[1] * I->bid[2])) + 1;
     if (me == 0 || me == READ_BY_SEVERAL) me = 1;
     uint32_t w = I->writer[p][li], r = I->reader[p][li];
-    if (w != 0 && w != me) return race(I, op, arr, coord, write ? "w" : "rw", w);
+    if (w != 0 && w != me) return race(I, op, arr, coord, write ? RACE_WRITE_WRITE : RACE_WRITE_READ, w);
     if (write) {
-        if (r != 0 && r != me) return race(I, op, arr, coord, "r", r);
+        if (r != 0 && r != me) return race(I, op, arr, coord, RACE_READ_WRITE, r);
         I->writer[p][li] = me;
     } else {
         I->reader[p][li] = r == 0 || r == me ? me : READ_BY_SEVERAL;
@@ -590,10 +597,10 @@ static Flow exec_load_store(Interp *I, const IrOp *op) {
         for (int d = 0; d < rank; d++) coord[order[d]] = base[d] + tidx[d];
         bool ok = in_range(arr, coord);
         if (is_store) {
-            if (ok && I->check_races && !track(I, op, arr, coord, true)) return FLOW_ERROR;
+            if (ok && !track(I, op, arr, coord, true)) return FLOW_ERROR;
             if (ok) scalar_store(arr->dtype, elem_ptr(arr, coord), convert_if(tdt, arr->dtype, t[i]));
         } else {
-            if (ok && I->check_races && !track(I, op, arr, coord, false)) return FLOW_ERROR;
+            if (ok && !track(I, op, arr, coord, false)) return FLOW_ERROR;
             Scalar v = ok ? scalar_load(arr->dtype, elem_ptr(arr, coord)) : pad;
             t[i] = convert_if(arr->dtype, tdt, v);
         }
@@ -639,12 +646,12 @@ static Flow exec_indexed(Interp *I, const IrOp *op) {
         for (int d = 0; d < rank; d++) coord[d] = to_i64(arg_dtype(I, op, d), elem(ix[d], nix[d], i));
         bool ok = in_range(arr, coord);
         if (is_gather) {
-            if (ok && I->check_races && !track(I, op, arr, coord, false)) return FLOW_ERROR;
+            if (ok && !track(I, op, arr, coord, false)) return FLOW_ERROR;
             val[i] = convert_if(arr->dtype, vdt, ok ? scalar_load(arr->dtype, elem_ptr(arr, coord)) : pad);
             continue;
         }
         if (!ok) continue;
-        if (op->op == OP_SCATTER && I->check_races && !track(I, op, arr, coord, true)) return FLOW_ERROR;
+        if (op->op == OP_SCATTER && !track(I, op, arr, coord, true)) return FLOW_ERROR;
         Scalar v = convert_if(vdt, arr->dtype, elem(val, n, i));
         void *p = elem_ptr(arr, coord);
         if (op->op == OP_ATOMIC_ADD || op->op == OP_ATOMIC_MAX || op->op == OP_ATOMIC_MIN) {
@@ -896,7 +903,7 @@ static void mark_written(Interp *I, const IrBlock *blk) {
     if (!blk) return;
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
-        if ((o->op == OP_STORE || o->op == OP_SCATTER) && o->array >= 0 && o->array < I->f->nparams)
+        if (ir_op_mem_access(o) == IR_MEM_WRITE && o->array >= 0 && o->array < I->f->nparams)
             I->written[o->array] = true;
         mark_written(I, o->body);
         mark_written(I, o->else_body);

@@ -120,6 +120,13 @@ void ir_walk(IrFunc *f, IrBlock *blk, IrVisit visit, void *ctx) {
     }
 }
 
+bool ir_const_int(const IrFunc *f, int v, int64_t *out) {
+    const IrOp *d = v >= 0 && v < f->nvalues ? f->values[v].def : NULL;
+    if (!d || d->op != OP_CONST || !dtype_is_int(f->values[v].type.dtype)) return false;
+    *out = d->lit.i;
+    return true;
+}
+
 bool ir_op_has_side_effects(const IrOp *op) {
     switch (op->op) {
     case OP_STORE: case OP_SCATTER:

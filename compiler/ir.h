@@ -164,6 +164,8 @@ void ir_print(FILE *out, const IrFunc *f);
 typedef void (*IrVisit)(IrFunc *f, IrOp *op, void *ctx);
 void ir_walk(IrFunc *f, IrBlock *blk, IrVisit visit, void *ctx);
 bool ir_op_has_side_effects(const IrOp *op);   /* stores, atomics, print, control, local.set */
+/* Is value v an integer CONST?  Its value in *out. */
+bool ir_const_int(const IrFunc *f, int v, int64_t *out);
 /* How an op touches its array parameter (`array`): load and gather read,
  * store and scatter write, the atomics update; NONE for every other op. */
 typedef enum IrMemAccess { IR_MEM_NONE, IR_MEM_READ, IR_MEM_WRITE, IR_MEM_ATOMIC } IrMemAccess;

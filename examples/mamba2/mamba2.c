@@ -464,6 +464,22 @@ static int tune_kernel(Run *run, int which, const char *name, const tile_const *
 
 /* Uploads the inputs, compiles the kernels (tuned with `tune`) and prepares
  * the four launches. */
+/* Which optional inputs a run has, as the plan asks. */
+static struct M2RandomFeatures features_of(const M2Inputs *in) {
+    return (struct M2RandomFeatures){in->D != NULL, in->D_per_head, in->z != NULL, in->dt_bias != NULL,
+                                     in->initial_states != NULL};
+}
+
+/* Kernel k's constant c in the plain run, and in what --tune holds when held. */
+static void plan_add(Plan *p, int k, tile_const c, int held) {
+    p->consts[k][p->nconsts[k]++] = c;
+    if (held) p->fixed[k][p->nfixed[k]++] = c;
+}
+
+static void plan_const(Plan *p, int k, const char *name, int value, int held) {
+    plan_add(p, k, (tile_const){name, 0, value, 0}, held);
+}
+
 /* The plan of a run of shape s with options o and the optional inputs f
  * says are there; also sets the extents in run that grid_for reads. */
 static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
@@ -560,84 +576,60 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
 
     /* The plain run's constants.  --tune holds only what the run fixes (the
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches
-     * the rest over each kernel's `tune` block. */
-    tile_const *c1 = p->consts[K_CUMSUM], *f1 = p->fixed[K_CUMSUM];
-    c1[0] = (tile_const){"CHUNK", 0, Q, 0}, c1[1] = (tile_const){"BLOCK_H", 0, block_h, 0};
-    c1[2] = f1[1] = (tile_const){"SOFTPLUS", 0, o->dt_softplus, 0};
-    c1[3] = f1[2] = (tile_const){"EXACT", 0, exact, 0};
-    f1[0] = c1[0];
-    p->nconsts[K_CUMSUM] = 4, p->nfixed[K_CUMSUM] = 3;
+     * the rest over each kernel's `tune` block.  num_warps, a hint the
+     * compiler accepts as a binding, only where one is chosen. */
+    plan_const(p, K_CUMSUM, "CHUNK", Q, 1);
+    plan_const(p, K_CUMSUM, "BLOCK_H", block_h, 0);
+    plan_const(p, K_CUMSUM, "SOFTPLUS", o->dt_softplus, 1);
+    plan_const(p, K_CUMSUM, "EXACT", exact, 1);
 
-    /* The f32 kernels take TF32; num_warps, a hint the compiler accepts as a
-     * binding, only when asked for. */
-    tile_const *c2 = p->consts[K_STATE], *f2 = p->fixed[K_STATE];
-    int n2 = 0, nf2 = 0;
-    c2[n2++] = f2[nf2++] = (tile_const){"CHUNK", 0, Q, 0};
-    c2[n2++] = f2[nf2++] = (tile_const){"HAS_INITIAL", 0, f->has_initial, 0};
-    c2[n2++] = (tile_const){"BLOCK_K", 0, block_k, 0};
-    c2[n2++] = (tile_const){"BLOCK_P", 0, block_p_state, 0};
-    c2[n2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
-    if (dt == TILE_F32) c2[n2++] = f2[nf2++] = (tile_const){"TF32", 0, tf32, 0};
-    if (warps_state) c2[n2++] = (tile_const){"num_warps", 0, warps_state, 0};
-    if (o->warps_state) f2[nf2++] = (tile_const){"num_warps", 0, o->warps_state, 0};
-    if (o->occupancy_state) c2[n2++] = f2[nf2++] = (tile_const){"occupancy", 0, o->occupancy_state, 0};
-    if (o->block_k) f2[nf2++] = (tile_const){"BLOCK_K", 0, block_k, 0};
-    if (o->block_n_state) f2[nf2++] = (tile_const){"BLOCK_N", 0, block_n_state, 0};
-    if (o->block_p_state) f2[nf2++] = (tile_const){"BLOCK_P", 0, block_p_state, 0};
+    plan_const(p, K_STATE, "CHUNK", Q, 1);
+    plan_const(p, K_STATE, "HAS_INITIAL", f->has_initial, 1);
+    plan_const(p, K_STATE, "BLOCK_K", block_k, o->block_k != 0);
+    plan_const(p, K_STATE, "BLOCK_P", block_p_state, o->block_p_state != 0);
+    plan_const(p, K_STATE, "BLOCK_N", block_n_state, o->block_n_state != 0);
+    if (dt == TILE_F32) plan_const(p, K_STATE, "TF32", tf32, 1);
+    if (warps_state) plan_const(p, K_STATE, "num_warps", warps_state, o->warps_state != 0);
+    if (o->occupancy_state) plan_const(p, K_STATE, "occupancy", o->occupancy_state, 1);
 
-    tile_const *c3 = p->consts[K_OUT], *f3 = p->fixed[K_OUT];
-    int n3 = 0, nf3 = 0;
-    c3[n3++] = f3[nf3++] = (tile_const){"CHUNK", 0, Q, 0};
-    c3[n3++] = f3[nf3++] = (tile_const){"HAS_D", 0, has_d, 0};
-    c3[n3++] = f3[nf3++] = (tile_const){"HAS_Z", 0, f->has_z, 0};
-    c3[n3++] = (tile_const){"BLOCK_M", 0, block_m, 0};
-    c3[n3++] = (tile_const){"BLOCK_P", 0, block_p, 0};
-    c3[n3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
-    c3[n3++] = (tile_const){"BLOCK_K", 0, block_k_out, 0};
-    if (dt == TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"TF32", 0, tf32, 0};
-    if (warps_out) c3[n3++] = (tile_const){"num_warps", 0, warps_out, 0};
-    if (o->warps_out) f3[nf3++] = (tile_const){"num_warps", 0, o->warps_out, 0};
-    if (occupancy_out) c3[n3++] = (tile_const){"occupancy", 0, occupancy_out, 0};
-    if (o->occupancy_out) f3[nf3++] = (tile_const){"occupancy", 0, o->occupancy_out, 0};
-    if (o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
-    if (o->block_m) f3[nf3++] = (tile_const){"BLOCK_M", 0, block_m, 0};
-    if (o->block_k_out) f3[nf3++] = (tile_const){"BLOCK_K", 0, block_k_out, 0};
-    if (o->carry_tf32 && dt != TILE_F32) c3[n3++] = f3[nf3++] = (tile_const){"CARRY_TF32", 0, 1, 0};
-    if (heads == 1) c3[n3++] = f3[nf3++] = (tile_const){"FUSED", 0, fused, 0};
     const int seq_heads = heads > 1                                          ? 1
                           : o->seq_heads                                      ? o->seq_heads
                           : fused && large_bf16_run(o, Bt, H, nchunks, Q) ? default_seq_heads(H / G)
                                                                               : 1;
-    /* --tune holds it too: the scores' mode was chosen for it */
-    if (seq_heads > 1) c3[n3++] = f3[nf3++] = (tile_const){"SEQ_HEADS", 0, seq_heads, 0};
+    plan_const(p, K_OUT, "CHUNK", Q, 1);
+    plan_const(p, K_OUT, "HAS_D", has_d, 1);
+    plan_const(p, K_OUT, "HAS_Z", f->has_z, 1);
+    plan_const(p, K_OUT, "BLOCK_M", block_m, o->block_m != 0);
+    plan_const(p, K_OUT, "BLOCK_P", block_p, 0);
     /* fused: the tuner keeps dstate in one slice (smaller ones re-read C in the loop) */
-    if (fused && !o->block_n_out) f3[nf3++] = (tile_const){"BLOCK_N", 0, block_n_out, 0};
+    plan_const(p, K_OUT, "BLOCK_N", block_n_out, o->block_n_out || fused);
+    plan_const(p, K_OUT, "BLOCK_K", block_k_out, o->block_k_out != 0);
+    if (dt == TILE_F32) plan_const(p, K_OUT, "TF32", tf32, 1);
+    if (warps_out) plan_const(p, K_OUT, "num_warps", warps_out, o->warps_out != 0);
+    if (occupancy_out) plan_const(p, K_OUT, "occupancy", occupancy_out, o->occupancy_out != 0);
+    if (o->carry_tf32 && dt != TILE_F32) plan_const(p, K_OUT, "CARRY_TF32", 1, 1);
+    if (heads == 1) plan_const(p, K_OUT, "FUSED", fused, 1);
+    /* --tune holds it too: the scores' mode was chosen for it */
+    if (seq_heads > 1) plan_const(p, K_OUT, "SEQ_HEADS", seq_heads, 1);
     if (heads > 1) {
-        c3[n3++] = f3[nf3++] = tile_const_dtype("T", dt);
-        c3[n3++] = f3[nf3++] = tile_const_dtype("S", sdt);
-        c3[n3++] = f3[nf3++] = (tile_const){"HEADS", 0, heads, 0};
+        plan_add(p, K_OUT, tile_const_dtype("T", dt), 1);
+        plan_add(p, K_OUT, tile_const_dtype("S", sdt), 1);
+        plan_const(p, K_OUT, "HEADS", heads, 1);
     }
 
     /* chunk_scores: all of dstate in one step for 16-bit inputs (no spills
      * at 128; 64 spills a word), 64 for f32 */
     const int block_n_scores = min_int(dt == TILE_F32 ? 64 : 128, max_int(16, pow2_at_least(N)));
-    tile_const *c4 = p->consts[K_SCORES], *f4 = p->fixed[K_SCORES];
-    int n4 = 0, nf4 = 0;
-    c4[n4++] = f4[nf4++] = (tile_const){"CHUNK", 0, Q, 0};
-    c4[n4++] = (tile_const){"BLOCK_M", 0, block_m, 0};
-    c4[n4++] = (tile_const){"BLOCK_N", 0, block_n_scores, 0};
-    if (dt == TILE_F32) c4[n4++] = f4[nf4++] = (tile_const){"TF32", 0, tf32, 0};
-    if (o->block_m) f4[nf4++] = (tile_const){"BLOCK_M", 0, block_m, 0};
-    p->nconsts[K_STATE] = n2, p->nfixed[K_STATE] = nf2;
-    p->nconsts[K_OUT] = n3, p->nfixed[K_OUT] = nf3;
-    p->nconsts[K_SCORES] = n4, p->nfixed[K_SCORES] = nf4;
+    plan_const(p, K_SCORES, "CHUNK", Q, 1);
+    plan_const(p, K_SCORES, "BLOCK_M", block_m, o->block_m != 0);
+    plan_const(p, K_SCORES, "BLOCK_N", block_n_scores, 0);
+    if (dt == TILE_F32) plan_const(p, K_SCORES, "TF32", tf32, 1);
 }
 
 
 static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune, int verbose) {
     const M2Shape *s = &in->s;
-    const struct M2RandomFeatures features = {in->D != NULL, in->D_per_head, in->z != NULL, in->dt_bias != NULL,
-                                              in->initial_states != NULL};
+    const struct M2RandomFeatures features = features_of(in);
     Plan plan;
     run_plan(run, &plan, s, o, &features);
     const int Bt = s->batch, L = s->seqlen, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
@@ -1014,9 +1006,7 @@ int main(int argc, char **argv) {
     }
 
     if (cfg.plan) {
-        const struct M2RandomFeatures f = cfg.inputs_dir ? (struct M2RandomFeatures){in.D != NULL, in.D_per_head,
-                                              in.z != NULL, in.dt_bias != NULL, in.initial_states != NULL}
-                                                         : cfg.features;
+        const struct M2RandomFeatures f = cfg.inputs_dir ? features_of(&in) : cfg.features;
         print_plan(&cfg, &shape, &f);
         if (cfg.inputs_dir) m2_inputs_free(&in);
         return 0;
