@@ -131,16 +131,38 @@ static void run_cublas(void *p) {
     }
 }
 
+/* Relative L2 difference of two device arrays of n floats. */
+static double rel_l2(tile_ctx *ctx, const void *x, const void *ref, size_t n) {
+    float *hx = malloc(n * 4), *hr = malloc(n * 4);
+    if (!hx || !hr || tile_memcpy_d2h(ctx, hx, x, n * 4) != TILE_OK || tile_memcpy_d2h(ctx, hr, ref, n * 4) != TILE_OK)
+        die(ctx, "copy back");
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)hx[i] - hr[i];
+        num += d * d;
+        den += (double)hr[i] * hr[i];
+    }
+    free(hx);
+    free(hr);
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
 static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
     tile_module *m = load(ctx, "examples/matmul.tile");
     tile_dtype in = tf32 ? TILE_F32 : TILE_BF16;
     size_t nn = (size_t)n * n;
-    void *a = dev_random(ctx, in, nn, 1), *b = dev_random(ctx, in, nn, 2), *c;
-    if (tile_malloc(ctx, nn * 4, &c) != TILE_OK) die(ctx, "alloc");
+    void *a = dev_random(ctx, in, nn, 1), *b = dev_random(ctx, in, nn, 2), *c, *ref;
+    if (tile_malloc(ctx, nn * 4, &c) != TILE_OK || tile_malloc(ctx, nn * 4, &ref) != TILE_OK) die(ctx, "alloc");
     int64_t shape[2] = {n, n};
-    /* warp tiles 32x64 (8 warps on 128x128) up to 64x64 (4 warps on 128x128, 8 on 128x256) */
+    /* cuBLAS's product, which every configuration's must match (the same
+     * inputs and f32 accumulation: only the order of the sums differs) */
+    Gemm g = {h, n, tf32, a, b, ref};
+    run_cublas(&g);
+    /* warp tiles 32x64 (8 warps on 128x128) up to 64x64 (4 warps on 128x128, 8 on 128x256);
+     * on sm_90 the bf16 ones with 64-row warp-group chunks run on wgmma */
     static const int cfgs[][4] = {{128, 128, 32, 8}, {128, 128, 32, 4}, {128, 256, 32, 8}, {128, 64, 32, 4},
-                                  {64, 128, 32, 4}, {64, 64, 32, 4}, {128, 128, 64, 8}};
+                                  {64, 128, 32, 4},  {64, 64, 32, 4},   {128, 128, 64, 8}, {128, 128, 64, 4},
+                                  {128, 256, 64, 8}, {256, 128, 64, 8}, {64, 256, 64, 4}};
     double best_ms = 1e30;
     char best[64] = "";
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
@@ -155,15 +177,18 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
         l.args[0] = tile_arg_array(tile_array_contiguous(a, in, 2, shape));
         l.args[1] = tile_arg_array(tile_array_contiguous(b, in, 2, shape));
         l.args[2] = tile_arg_array(tile_array_contiguous(c, TILE_F32, 2, shape));
+        if (tile_memset(ctx, c, 0xff, nn * 4) != TILE_OK) die(ctx, "poison");   /* NaN: unwritten elements fail */
         float ms = time_median(ctx, run_launch, &l, 2, n >= 8192 ? 5 : 10);
-        printf("  matmul %s n=%d BM=%d BN=%d BK=%d warps=%d: %.3f ms, %.1f TFLOP/s\n", tf32 ? "tf32" : "bf16", n,
-               cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3], ms, 2.0 * n * (double)nn / ms / 1e9);
-        if (ms < best_ms) {
+        double err = rel_l2(ctx, c, ref, nn);
+        int ok = err < 1e-3;   /* far below any wrong layout (O(1)), above reordered sums */
+        printf("  matmul %s n=%d BM=%d BN=%d BK=%d warps=%d: %.3f ms, %.1f TFLOP/s, rel. L2 vs cuBLAS %.1e%s\n",
+               tf32 ? "tf32" : "bf16", n, cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3], ms,
+               2.0 * n * (double)nn / ms / 1e9, err, ok ? "" : "  WRONG: not counted");
+        if (ok && ms < best_ms) {
             best_ms = ms;
             snprintf(best, sizeof best, "%dx%dx%d/%dw", cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3]);
         }
     }
-    Gemm g = {h, n, tf32, a, b, c};
     float cms = time_median(ctx, run_cublas, &g, 2, n >= 8192 ? 5 : 10);
     double tfl = 2.0 * n * (double)nn / best_ms / 1e9, ctfl = 2.0 * n * (double)nn / cms / 1e9;
     ROW("matmul %-5s %5d^3       %8.3f ms %7.1f TF/s | cuBLAS %8.3f ms %7.1f TF/s | %5.1f%%  (%s)\n",
@@ -171,6 +196,7 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
     tile_free(ctx, a);
     tile_free(ctx, b);
     tile_free(ctx, c);
+    tile_free(ctx, ref);
     tile_module_release(m);
 }
 
