@@ -1258,6 +1258,13 @@ static void emit_local_set(Emitter *E, const IrOp *op) {
     const char *dst = local_name(E, op->local);
     for (int r = 0; r < ce_nregs(E, *ll); r++)
         ce_out(E, "%s = %s;", ce_reg(E, dst, *ll, r), ce_ew_cast(E, ce_vdt(E, x), lc->type.dtype, ce_reg(E, src, *ll, r)));
+    /* a wgmma's in-place accumulator: its value made opaque, so that the
+     * compiler neither folds it (a zero start materialized again on a path
+     * that skips the loop counts, for ptxas, as an instruction defining a
+     * wgmma's registers while it runs, and serializes every product) nor
+     * moves it between registers */
+    if (E->local_wgmma && E->local_wgmma[op->local] && src != dst)
+        for (int r = 0; r < ce_nregs(E, *ll); r++) ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, dst, *ll, r));
 }
 
 static void emit_local_get(Emitter *E, const IrOp *op) {
@@ -1642,6 +1649,12 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * experiment knob */
     const char *rb = getenv("TILEC_READBACK_MAX_BYTES");
     E.readback_max_bytes = rb && *rb ? atoll(rb) : -1;
+    /* TILEC_NO_WGMMA=1: mma.sync even for sm_90a (to measure what wgmma gives) */
+    E.opt_wgmma = E.opt.target_sm90a && !ce_env_flag("TILEC_NO_WGMMA");
+    /* TILEC_WGMMA_WAIT0=1: each use's products waited for at once (to measure
+     * what keeping them in flight gives) */
+    E.opt_wgmma_wait0 = ce_env_flag("TILEC_WGMMA_WAIT0");
+
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);
@@ -1658,6 +1671,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     }
     ce_async_analyse(&E);
     ce_plan(&E);
+    ce_wgmma_plan(&E);
     emit_passes(&E);
     if (E.errors) {
         free(E.body.p);
@@ -1685,6 +1699,10 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * block that could not run. */
     const int smem_blocks = smem > 0 ? SMEM_PER_SM / (smem + SMEM_PER_BLOCK_RESERVED) : 0;
     if (occ <= 0 && smem > 0 && smem_blocks <= 2) occ = smem_blocks > 0 ? smem_blocks : 1;
+    /* ... but never fewer registers than a wgmma's accumulator needs (ptxas
+     * refuses the instruction), with room for addresses and descriptors */
+    const int wgmma_blocks = E.wgmma_acc_regs ? 65536 / (E.threads * (E.wgmma_acc_regs + 48)) : 0;
+    if (E.wgmma_acc_regs && occ > wgmma_blocks) occ = wgmma_blocks > 0 ? wgmma_blocks : 1;
     if (occ > 0) ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", E.threads, occ, name.p);
     else ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", E.threads, name.p);
     emit_params(&E, &o);
@@ -1707,6 +1725,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     res->name = name.p;
     res->threads = E.threads;
     res->smem_bytes = smem;
+    res->sm90a = E.used_wgmma;
     arena_free(&E.mem);
     return 0;
 }

@@ -30,6 +30,10 @@ typedef struct CudaEmitOptions {
     int num_warps;                     /* 0: the kernel's hint, else 4 */
     const unsigned char *array_flags;  /* one per IrFunc param (CUDA_ARRAY_*); NULL = none */
     int line_directives;               /* nonzero: #line back to the .tile source */
+    /* nonzero: the code is for sm_90a (Hopper's arch-specific features):
+     * tensor-core products whose operands both come through cp.async may use
+     * wgmma (emit_cuda_wgmma.c); CudaKernelCode.sm90a says whether one did */
+    int target_sm90a;
 } CudaEmitOptions;
 
 typedef struct CudaKernelCode {
@@ -37,6 +41,7 @@ typedef struct CudaKernelCode {
     char *name;          /* malloc'd: the __global__ function's name */
     int threads;         /* threads per block */
     int smem_bytes;      /* dynamic shared memory per block */
+    int sm90a;           /* uses wgmma: compile for sm_90a (compute_90a), nothing else */
 } CudaKernelCode;
 
 /* Generates the kernel.  Returns 0, or -1 after reporting errors (an

@@ -25,6 +25,14 @@
  * of iteration i + STAGES - 1.  After the loop every copy is waited for.
  * Other async loads copy, wait and synchronise where they stand.
  *
+ * A loop whose body holds a product on wgmma (emit_cuda_wgmma.c) gets at
+ * least 4 stages within a larger budget (one block per SM keeps the tensor
+ * cores busy), and, when every operand of its wgmma products is on its
+ * pipeline, copies only STAGES - 2 iterations ahead: each iteration's batch
+ * of products stays in flight until the next iteration has issued its own,
+ * so the buffer a batch reads is refilled one iteration later.  The operand
+ * buffers of such products hold core matrices, not padded rows (copy_dst).
+ *
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,
  * zero padding, at most two non-unit axes, one of them contiguous), all of
@@ -54,6 +62,10 @@ enum { ASYNC_NONE, ASYNC_LOAD, ASYNC_VIEW };
 /* Pipelines stop growing (fewer stages, then none) at this much shared memory
  * for all async buffers in use: more would cost occupancy than it buys. */
 #define ASYNC_BUDGET (100 * 1024)
+/* ... and for a loop whose products run on wgmma: one block per SM holds
+ * the tensor cores busy, so its pipeline may take most of shared memory */
+#define WGMMA_ASYNC_BUDGET (224 * 1024)
+#define WGMMA_MIN_STAGES 4
 /* The largest tile read back into registers that rides a pipeline. */
 #define READBACK_MAX_BYTES (16 * 1024)
 
@@ -213,8 +225,10 @@ void ce_async_analyse(Emitter *E) {
     E->async_pitch = ARENA_ARRAY(&E->mem, int, n);
     E->async_ptr = ARENA_ARRAY(&E->mem, const char *, n);
     E->async_stages = ARENA_ARRAY(&E->mem, int, n);
+    E->async_core = ARENA_ARRAY(&E->mem, bool, n);
     E->readback_loop = ARENA_ARRAY(&E->mem, const IrOp *, n);
     for (int i = 0; i < n; i++) {
+        E->async_core[i] = false;
         E->readback_loop[i] = NULL;
         E->nuses[i] = 0;
         E->async_kind[i] = ASYNC_NONE;
@@ -248,6 +262,18 @@ static int64_t async_alloc(Emitter *E, int64_t bytes) {
 
 /* ---- the copies ---------------------------------------------------------------------- */
 
+/* Byte offset in a tile's buffer of the 16-byte piece at row `r`, element
+ * column `k` (C expressions) of a tile of `cols` columns: padded rows of
+ * `pitch` elements, or core matrices (wgmma's no-swizzle layout,
+ * emit_cuda_wgmma.c: each 8 rows x 16 bytes stored as 128 contiguous bytes,
+ * CORE_STRIDE apart along the row, so that the 8 pieces of a row that 8
+ * consecutive threads copy fall in 8 different bank groups). */
+static const char *copy_dst(Emitter *E, bool core, const char *r, const char *k, int cols, int pitch, int s) {
+    if (!core) return ce_fmt_str(E, "(%s * %d + %s) * %d", r, pitch, k, s);
+    return ce_fmt_str(E, "((%s >> 3) * %d + ((%s) * %d >> 4) * %d + (%s & 7) * 16)", r, cols * s / 16 * CORE_STRIDE, k, s,
+                      CORE_STRIDE, r);
+}
+
 /* cp.async of load `ld`'s tile into the buffer at byte offset `dst` (a C
  * expression relative to tile_async), indices from the values' current homes. */
 static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
@@ -257,6 +283,7 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     int arr = ld->array, ve = 16 / s;
     int cols = t->shape[col], rows = tile_rows(t, row), pitch = E->async_pitch[ld->result];
     int cpr = cols / ve, total = rows * cpr, reps = (total + E->threads - 1) / E->threads;
+    bool core = E->async_core[ld->result];
     const char *OT = ce_off_type(E, arr);
     int axis[TILE_MAX_RANK];   /* view axis -> array axis */
     for (int d = 0; d < t->rank; d++) axis[d] = ld->nints == t->rank ? ld->ints[d] : d;
@@ -291,15 +318,21 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
             ce_out(E, "const %s *src = p%d + (%s + k0);", ce_mtype(t->dtype), arr, off);
             ce_out(E, "const %s step = 0;", OT);
         }
-        ce_out(E, "unsigned char *dst = tile_async + %s + (r0 * %d + k0) * %d;", dst, pitch, s);
+        /* the rows a copy moves on by: a multiple of 8 keeps a core layout's step constant */
+        bool linear = !core || rows_per_rep % 8 == 0;
+        const char *rj = ce_fmt_str(E, "(r0 + j * %d)", rows_per_rep);
+        int rep_bytes = !core ? rows_per_rep * pitch * s : rows_per_rep / 8 * (cols * s / 16 * CORE_STRIDE);
+        const char *dj = linear ? ce_fmt_str(E, "dst + j * %d", rep_bytes)
+                                : ce_fmt_str(E, "tile_async + %s + %s", dst, copy_dst(E, core, rj, "k0", cols, pitch, s));
+        ce_out(E, "unsigned char *dst = tile_async + %s + %s;", dst, copy_dst(E, core, "r0", "k0", cols, pitch, s));
+        if (!linear) ce_out(E, "(void)dst;");
         ce_out(E, "#pragma unroll");
         ce_out(E, "for (int j = 0; j < %d; ++j)", reps);
         E->indent++;
         if (total % E->threads)
-            ce_out(E, "if (r0 + j * %d < %d) tile_cp_async16(dst + j * %d, src + j * step, 16);", rows_per_rep, rows,
-                rows_per_rep * pitch * s);
+            ce_out(E, "if (r0 + j * %d < %d) tile_cp_async16(%s, src + j * step, 16);", rows_per_rep, rows, dj);
         else
-            ce_out(E, "tile_cp_async16(dst + j * %d, src + j * step, 16);", rows_per_rep * pitch * s);
+            ce_out(E, "tile_cp_async16(%s, src + j * step, 16);", dj);
         E->indent -= 2;
         ce_out(E, "} else {");
         E->indent++;
@@ -319,9 +352,10 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "const int bytes = left >= %d ? 16 : left > 0 ? (int)left * %d : 0;", ve, s);
     /* a piece cut by the array's end is copied by plain loads (cp.async's
      * zero fill would still address 16 bytes) */
-    ce_out(E, "if (bytes == 16) tile_cp_async16(tile_async + %s + (r * %d + k) * %d, p%d + (%s), 16);", dst, pitch, s, arr, off);
-    ce_out(E, "else tile_copy16_partial(tile_async + %s + (r * %d + k) * %d, bytes ? (const void *)(p%d + (%s)) : (const void *)p%d, bytes);",
-        dst, pitch, s, arr, off, arr);
+    const char *at = copy_dst(E, core, "r", "k", cols, pitch, s);
+    ce_out(E, "if (bytes == 16) tile_cp_async16(tile_async + %s + %s, p%d + (%s), 16);", dst, at, arr, off);
+    ce_out(E, "else tile_copy16_partial(tile_async + %s + %s, bytes ? (const void *)(p%d + (%s)) : (const void *)p%d, bytes);",
+        dst, at, arr, off, arr);
     if (total % E->threads) E->indent--, ce_out(E, "}");
     E->indent--;
     ce_out(E, "}");
@@ -338,6 +372,7 @@ static void emit_single(Emitter *E, const IrOp *ld) {
     issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off));
     ce_out(E, "tile_cp_async_commit();");
     ce_out(E, "tile_cp_async_wait_all();");
+    if (E->async_core[ld->result]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
     ce_out(E, "__syncthreads();");
     E->scratch_clean = true;
     E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %lld)", (long long)off);
@@ -500,6 +535,23 @@ static bool contains_mma(const IrBlock *blk) {
     return false;
 }
 
+/* Do the loop's wgmma products read only buffers of its pipeline?  Only then
+ * may a batch stay in flight into the next iteration: a buffer copied where
+ * its load stands would be overwritten under it. */
+static bool wgmma_operands_piped(Emitter *E, const IrOp *loop) {
+    for (int k = 0; k < loop->body->nops; k++) {
+        const IrOp *o = loop->body->ops[k];
+        if (o->op != OP_MMA || E->wgmma_split[o->result] < 0) continue;
+        for (int w = 0; w < 2; w++) {
+            int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
+            bool piped = false;
+            for (int j = 0; j < E->pipe.n; j++) piped |= E->pipe.loads[j]->result == lv;
+            if (!piped) return false;
+        }
+    }
+    return true;
+}
+
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save) {
     save->pipe = E->pipe;
     save->top = E->async_top;
@@ -550,10 +602,19 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         E->pipe.readback[E->pipe.n] = !direct;
         E->pipe.loads[E->pipe.n++] = o;
     }
+    /* a product on wgmma directly in the loop body: deeper, and its batch may
+     * stay in flight across the next iteration's barrier */
+    bool wg = false;
+    for (int k = 0; k < loop->body->nops; k++) {
+        const IrOp *o = loop->body->ops[k];
+        wg |= o->op == OP_MMA && E->wgmma_split && E->wgmma_split[o->result] >= 0;
+    }
+    int64_t budget = wg ? WGMMA_ASYNC_BUDGET : ASYNC_BUDGET;
+    if (wg && stages < WGMMA_MIN_STAGES) stages = WGMMA_MIN_STAGES;
     if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
     if (outer) stages = 2;   /* one iteration ahead is enough (above) */
-    while (stages > 2 && E->async_top + stages * bytes > ASYNC_BUDGET) stages--;
-    if (!E->pipe.n || E->async_top + stages * bytes > ASYNC_BUDGET) {
+    while (stages > 2 && E->async_top + stages * bytes > budget) stages--;
+    if (!E->pipe.n || E->async_top + stages * bytes > budget) {
         E->pipe.n = 0;
         return false;
     }
@@ -563,25 +624,32 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     }
     E->pipe.loop = loop;
     E->pipe.stages = stages;
+    E->pipe.wgmma_inflight = wg && stages >= 3 && !E->opt_wgmma_wait0 && wgmma_operands_piped(E, loop);
+    E->pipe.lookahead = E->pipe.wgmma_inflight ? stages - 2 : stages - 1;
     for (int j = 0; j < E->pipe.n; j++) ce_mem_access(E, E->pipe.loads[j]->array, IR_MEM_READ);
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
-    for (int s = 0; s + 1 < stages; s++)
+    if (E->pipe.wgmma_inflight) ce_out(E, "/* ... %d of them: a buffer is refilled an iteration after its wgmma's wait */", E->pipe.lookahead);
+    for (int s = 0; s < E->pipe.lookahead; s++)
         issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s));
     ce_out(E, "int %s_it = 0;", i);
     return true;
 }
 
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
-    int S = E->pipe.stages;
-    ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", S - 2);
+    int S = E->pipe.stages, L = E->pipe.lookahead;
+    ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", L - 1);
+    bool core = false;
+    for (int j = 0; j < E->pipe.n; j++) core |= E->async_core[E->pipe.loads[j]->result];
+    if (core) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma */");
     ce_out(E, "__syncthreads();             /* ... for every thread; the last iteration's buffer is free */");
     E->scratch_clean = true;
-    issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, S - 1, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, S - 1, S));
+    issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, L, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, L, S));
     E->pipe.stage = ce_fmt_str(E, "%s_st%d", i, S);
     ce_out(E, "const int %s = %s_it %% %d;", E->pipe.stage, i, S);
 }
 
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
+    if (pipelined && E->pipe.wgmma_inflight) ce_out(E, "tile_wgmma_wait0();   /* the last batch of products */");
     if (pipelined) {
         ce_out(E, "tile_cp_async_wait_all();");
         ce_out(E, "__syncthreads();");
@@ -598,6 +666,14 @@ static bool operand_chain(Emitter *E, int id, const IrOp **ops, int *n, int *col
     if (!ce_async_is_view(E, id) && !ce_async_is_load(E, id)) return false;
     *n = chain_of(E, id, ops, 16);
     return *n && chain_geometry(E, ops, *n, col_dim, round);
+}
+
+int ce_async_operand_load(Emitter *E, int id, int *col_dim) {
+    const IrOp *ops[16];
+    int n;
+    bool round;
+    if (!operand_chain(E, id, ops, &n, col_dim, &round) || round) return -1;
+    return ops[0]->result;
 }
 
 bool ce_async_operand_kmajor(Emitter *E, int id, int which, bool *kmajor) {

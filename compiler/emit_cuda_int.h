@@ -29,6 +29,9 @@ typedef struct Val {
 } Val;
 
 #define ASYNC_MAX_PIPE 8
+/* Bytes from one core matrix (8 rows x 16 bytes, wgmma's no-swizzle operand
+ * layout) to the next along a stored row: 128 and 16 of padding. */
+#define CORE_STRIDE 144
 
 /* The cp.async pipeline of a loop (emit_cuda_async.c); n == 0: none. */
 typedef struct Pipe {
@@ -37,6 +40,11 @@ typedef struct Pipe {
     int64_t off[ASYNC_MAX_PIPE];          /* each load's buffers, bytes into tile_async */
     bool readback[ASYNC_MAX_PIPE];        /* read into registers, not by an mma */
     int n, stages;
+    /* iterations copied ahead: stages - 1, or stages - 2 when the loop's
+     * wgmma products stay in flight into the next iteration (wgmma_inflight:
+     * the buffer they read is refilled one iteration later) */
+    int lookahead;
+    bool wgmma_inflight;
     const char *stage;                    /* C name of this iteration's stage */
 } Pipe;
 
@@ -83,6 +91,17 @@ typedef struct Emitter {
     bool *mma_reg_a;          /* mma result: its A operand is read from registers */
     bool *mma_kperm;          /* ... with each k step's columns permuted (lay_mma_a) */
     int *want;                /* layout the value should be made in; -1 none */
+    bool *mma_alone;          /* mma result: no other mma's result meets its accumulator */
+    /* wgmma (emit_cuda_wgmma.c), per value id */
+    signed char *wgmma_split; /* mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
+    bool *async_core;         /* async load: its buffer holds core matrices (wgmma's layout), not padded rows */
+    bool opt_wgmma;           /* target_sm90a and not TILEC_NO_WGMMA */
+    bool opt_wgmma_wait0;
+    bool opt_wgmma_no_fence;  /* TILEC_WGMMA_NO_FENCE: no proxy fence before wgmma reads copies (an experiment) */
+    bool opt_wgmma_cm;        /* TILEC_WGMMA_CM: core matrices stored down 16-byte columns (an experiment) */     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
+    bool used_wgmma;
+    int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
+    bool *local_wgmma;        /* per local: a wgmma accumulates into its registers in place */
 } Emitter;
 
 void ce_buf_vprintf(Buf *b, const char *fmt, va_list ap);
@@ -156,6 +175,19 @@ typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across 
     int64_t top;
 } AsyncLoopState;
 void ce_async_analyse(Emitter *E);
+/* The async load whose tile operand `id` of an mma is (through views), or
+ * -1; *col_dim: the operand dimension contiguous in shared memory. */
+int  ce_async_operand_load(Emitter *E, int id, int *col_dim);
+/* emit_cuda_wgmma.c: Hopper's warpgroup mma */
+void ce_wgmma_plan(Emitter *E);
+/* The products of an mma marked by the plan (both operands in core-matrix
+ * buffers), into accumulator registers `d` of layout `lay` (lay_wgmma). */
+void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemOperand *b, const char *d, int lay);
+int  ce_wgmma_layout(Emitter *E, const IrOp *op);
+/* The registers of the local `op` accumulates into in place (its C operand
+ * read from the local, its result only stored back to it, nothing reading
+ * the local between), or NULL. */
+const char *ce_wgmma_inplace(Emitter *E, const IrOp *op, int lay);
 bool ce_async_is_view(Emitter *E, int v);
 bool ce_async_is_load(Emitter *E, int v);
 void ce_async_emit_load(Emitter *E, const IrOp *ld);

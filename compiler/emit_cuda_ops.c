@@ -392,7 +392,11 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     /* A straight from registers in fragment layout (emit_cuda_plan.c) */
     bool reg_a = tensor && !a_async && ce_plan_reg_a(E, op);
     int a_lay = -1;
-    if (tensor) {
+    /* Hopper's warpgroup mma when the plan chose it (emit_cuda_wgmma.c) */
+    int wg_lay = tensor && a_async && b_async ? ce_wgmma_layout(E, op) : -1;
+    if (wg_lay >= 0) {
+        lay = wg_lay;
+    } else if (tensor) {
         int wmb, wnb;
         ce_plan_split(E, op, &wmb, &wnb);
         Layout l = lay_mma(t, wmb, wnb);
@@ -407,10 +411,16 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     }
     /* accumulate in f32 (f64 for f64, i32 for integers); round once at the end */
     DType acc = rt == DT_F64 ? DT_F64 : dtype_is_float(rt) ? DT_F32 : DT_I32;
-    const char *c = ce_convert(E, ce_val(E, ic)->name, ce_val(E, ic)->lay, ct, lay);
-    const char *d = ce_fresh(E, "d");
-    ce_decl(E, acc, d, lay);
-    for (int r = 0; r < ce_nregs(E, lay); r++) ce_out(E, "%s = %s;", ce_reg(E, d, lay, r), ce_ew_cast(E, ct, acc, ce_reg(E, c, lay, r)));
+    /* wgmma into a loop-carried accumulator works on the local's own
+     * registers: copies in and out would serialize the products (ptxas) */
+    const char *d = wg_lay >= 0 && acc == ct && acc == rt ? ce_wgmma_inplace(E, op, lay) : NULL;
+    if (!d) {
+        const char *c = ce_convert(E, ce_val(E, ic)->name, ce_val(E, ic)->lay, ct, lay);
+        d = ce_fresh(E, "d");
+        ce_decl(E, acc, d, lay);
+        for (int r = 0; r < ce_nregs(E, lay); r++)
+            ce_out(E, "%s = %s;", ce_reg(E, d, lay, r), ce_ew_cast(E, ct, acc, ce_reg(E, c, lay, r)));
+    }
     int s = ce_regsize(adt);
     bool stage_a = !a_async && !reg_a;
     /* conversions use shared memory too: all of them before the staging */
@@ -440,7 +450,9 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     ce_out(E, "{");
     E->indent++;
     const Layout *R = ce_lay(E, lay);
-    if (tensor) {
+    if (wg_lay >= 0) {
+        ce_emit_wgmma(E, op, &oa, &ob, d, lay);
+    } else if (tensor) {
         int wnb = __builtin_popcount(lay_warp_mask(R) & ((1u << E->warpbits) - 1));
         int wnbits = 0, wmbits = 0;
         for (int b = 0; b < R->nbits; b++) {

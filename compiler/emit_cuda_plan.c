@@ -249,8 +249,9 @@ void ce_plan(Emitter *E) {
     E->mma_reg_a = ARENA_ARRAY(&E->mem, bool, f->nvalues + 1);
     E->mma_kperm = ARENA_ARRAY(&E->mem, bool, f->nvalues + 1);
     E->want = ARENA_ARRAY(&E->mem, int, f->nvalues + 1);
+    E->mma_alone = ARENA_ARRAY(&E->mem, bool, f->nvalues + 1);
     for (int i = 0; i < f->nvalues; i++)
-        E->mma_split[i] = -1, E->mma_reg_a[i] = E->mma_kperm[i] = false, E->want[i] = -1;
+        E->mma_split[i] = -1, E->mma_reg_a[i] = E->mma_kperm[i] = E->mma_alone[i] = false, E->want[i] = -1;
     bool enabled = !ce_env_flag("TILEC_NO_REG_A");
     Plan P = {E, calloc((size_t)nodes, sizeof(int)), NULL, NULL, 0, 0, calloc((size_t)f->nvalues + 1, sizeof(int)),
               calloc((size_t)f->nvalues + 1, sizeof(unsigned)), 0, 0};
@@ -262,6 +263,12 @@ void ce_plan(Emitter *E) {
     }
     for (int i = 0; i < nodes; i++) P.parent[i] = i;
     collect(&P, f->body, 0);
+    for (int i = 0; i < P.nmmas; i++) {   /* alone in its accumulator group? */
+        int others = 0;
+        for (int j = 0; j < P.nmmas; j++)
+            others += j != i && find(&P, P.mmas[j]->result) == find(&P, P.mmas[i]->result);
+        E->mma_alone[P.mmas[i]->result] = others == 0;
+    }
     /* a group goes M-only when one of its mmas reads A from registers and
      * every one of them can */
     bool *group_m = calloc((size_t)nodes, 1), *group_blocked = calloc((size_t)nodes, 1);

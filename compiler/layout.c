@@ -88,6 +88,28 @@ Layout lay_mma(const Type *t, int wmbits, int wnbits) {
     return l;
 }
 
+Layout lay_wgmma(const Type *t, int wgmbits, int wgnbits) {
+    Layout l;
+    lay_init(&l, t->rank, t->shape);
+    l.kind = LAYK_MMA;
+    int M = t->shape[0], N = t->shape[1];
+    int nib = lay_log2(N / 8) - wgnbits, mib = lay_log2(M / 64) - wgmbits;
+    int reg = 2;
+    set_bit(&l, lay_pos(2, t->shape, 1, 0), LAY_REG, 0);
+    set_bit(&l, lay_pos(2, t->shape, 1, 1), LAY_LANE, 0);
+    set_bit(&l, lay_pos(2, t->shape, 1, 2), LAY_LANE, 1);
+    for (int j = 0; j < nib; j++) set_bit(&l, lay_pos(2, t->shape, 1, 3 + j), LAY_REG, reg++);
+    for (int j = 0; j < wgnbits; j++) set_bit(&l, lay_pos(2, t->shape, 1, 3 + nib + j), LAY_WARP, 2 + j);
+    for (int j = 0; j < 3; j++) set_bit(&l, lay_pos(2, t->shape, 0, j), LAY_LANE, 2 + j);
+    set_bit(&l, lay_pos(2, t->shape, 0, 3), LAY_REG, 1);
+    set_bit(&l, lay_pos(2, t->shape, 0, 4), LAY_WARP, 0);
+    set_bit(&l, lay_pos(2, t->shape, 0, 5), LAY_WARP, 1);
+    for (int j = 0; j < mib; j++) set_bit(&l, lay_pos(2, t->shape, 0, 6 + j), LAY_REG, reg++);
+    for (int j = 0; j < wgmbits; j++) set_bit(&l, lay_pos(2, t->shape, 0, 6 + mib + j), LAY_WARP, 2 + wgnbits + j);
+    l.nregbits = reg;
+    return l;
+}
+
 Layout lay_mma_a(const Type *t, int wmbits, int wnbits, bool half, bool kperm) {
     Layout l;
     lay_init(&l, t->rank, t->shape);

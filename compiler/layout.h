@@ -61,6 +61,14 @@ Layout lay_blocked(const Type *t, int fastest, int warpbits, int max_vec);
 /* mma.sync accumulator layout of t ([.., M, N], M % 16 == 0, N % 8 == 0) with
  * 2^wmbits x 2^wnbits warps over the M x N blocks (more warps replicate). */
 Layout lay_mma(const Type *t, int wmbits, int wnbits);
+/* wgmma accumulator layout of t ([M, N], M % 64 == 0, N % 8 == 0): warp
+ * groups of 4 warps, 2^wgmbits of them over M and 2^wgnbits over N; in a
+ * group, warp w % 4 holds rows 16 (w % 4) .. + 15 of every 64-row chunk.  Per
+ * 16-row band the bits are lay_mma's (col bit 0 -> reg 0, col bits 1-2 ->
+ * lanes 0-1, row bits 0-2 -> lanes 2-4, row bit 3 -> reg 1, then the n8
+ * blocks), row bits 4-5 -> warp bits 0-1, then the group's 64-row chunks:
+ * registers 4 (chunk * N8 + n8 block) + 0..3 are the instruction's d list. */
+Layout lay_wgmma(const Type *t, int wgmbits, int wgnbits);
 /* mma.sync A-operand fragment layout of t ([M, K], M % 16 == 0, K a multiple
  * of the k step: 16 for 16-bit operands, 8 for tf32), for an mma whose warps
  * split M 2^wmbits ways and N 2^wnbits ways (the N warps hold copies).  The

@@ -240,6 +240,25 @@ TILE_DEV void tile_cp_async_commit() { asm volatile("cp.async.commit_group;" :::
 template <int N> TILE_DEV void tile_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
 TILE_DEV void tile_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
+/* ---- wgmma (sm_90a; only kernels compiled for it call these) ---------------- */
+/* Shared-memory matrix descriptor of a no-swizzle operand: 8 x 16-byte core
+ * matrices of 128 contiguous bytes; lbo: bytes between core matrices next to
+ * each other along K, sbo: along M or N (emit_cuda_wgmma.c) */
+TILE_DEV unsigned long long tile_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
+           (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32;
+}
+/* the accumulator registers were written by ordinary instructions: order them before the next wgmma */
+TILE_DEV void tile_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+/* no instruction: the register's value is opaque to the compiler from here on */
+TILE_DEV void tile_wgmma_fence_operand(float &x) { asm volatile("" : "+f"(x)); }
+TILE_DEV void tile_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+TILE_DEV void tile_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+TILE_DEV void tile_wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+/* this thread's writes to shared memory (cp.async included) made visible to
+ * the async proxy, which wgmma reads its operands through */
+TILE_DEV void tile_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 /* ---- mma.sync: one wrapper per shape (row.col, f32 accumulators) ---------- */
 TILE_DEV void tile_mma_m16n8k16_bf16(float &d0, float &d1, float &d2, float &d3,
                                      unsigned a0, unsigned a1, unsigned a2, unsigned a3,

@@ -223,16 +223,16 @@ static void cuda_cache_warn(void *user, const char *path, const char *why) {
  * device header in full (so two kernels can never share an entry), and the
  * options cuda_nvrtc_compile passes (for a cubin of sm_<arch>, with its
  * fallback to compute_90 PTX). */
-static char *cuda_cache_key(const CudaState *s, const char *source) {
+static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a) {
     const char *fmt = "tilec %s cuda kernel\narch sm_%d\nnvrtc %s\n"
-                      "options --gpu-architecture=sm_%d %s (else compute_90)\n"
+                      "options --gpu-architecture=sm_%d%s %s (else compute_90)\n"
                       "device header %zu bytes\n%s\nsource %zu bytes\n%s";
     size_t nheader = strlen(cuda_device_header), nsource = strlen(source);
-    const char *opts = cuda_nvrtc_options();
-    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, opts, nheader,
+    const char *opts = cuda_nvrtc_options(), *a = sm90a ? "a" : "";
+    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts, nheader,
                      cuda_device_header, nsource, source);
     char *key = n < 0 ? NULL : malloc((size_t)n + 1);
-    if (key) snprintf(key, (size_t)n + 1, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, opts,
+    if (key) snprintf(key, (size_t)n + 1, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts,
                       nheader, cuda_device_header, nsource, source);
     return key;
 }
@@ -244,7 +244,11 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     const IrFunc *f = k->ir;
     Diag d;
     diag_init(&d, k->module->name, k->module->source);
-    CudaEmitOptions opt = {0, flags, 1};
+    /* Hopper's own features (wgmma, compiled for sm_90a) only when asked
+     * (TILEC_WGMMA=1): correct, but the matmul ran at 199 TFLOP/s against
+     * 320 on mma.sync (H200, 2026-12-02; docs/performance.md) */
+    const char *wg = getenv("TILEC_WGMMA");
+    CudaEmitOptions opt = {0, flags, 1, s->arch == 90 && wg && *wg && strcmp(wg, "0") != 0};
     CudaKernelCode code;
     if (cuda_emit(f, &opt, &code, &d) != 0) {
         tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", f->name, diag_text(&d));
@@ -260,7 +264,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         return st;
     }
     /* NULL key (out of memory): compiled, not cached */
-    char *key = s->cache_dir[0] ? cuda_cache_key(s, code.source) : NULL;
+    char *key = s->cache_dir[0] ? cuda_cache_key(s, code.source, code.sm90a) : NULL;
     size_t size = 0;
     void *image = NULL;
     if (key && disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &image, &size, cuda_cache_warn, NULL) && size == 0) {
@@ -271,10 +275,10 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         CudaBinary bin;
         char err[16384];
         int arch = s->arch;
-        int rc = cuda_nvrtc_compile(code.source, code.name, arch, 1, &bin, err, sizeof err);
-        if (rc != 0 && strstr(err, "INVALID_OPTION")) {   /* a device newer than NVRTC: PTX for sm_90 */
+        int rc = cuda_nvrtc_compile(code.source, code.name, arch, code.sm90a, 1, &bin, err, sizeof err);
+        if (rc != 0 && !code.sm90a && strstr(err, "INVALID_OPTION")) {   /* a device newer than NVRTC: PTX for sm_90 */
             arch = 90;
-            rc = cuda_nvrtc_compile(code.source, code.name, arch, 0, &bin, err, sizeof err);
+            rc = cuda_nvrtc_compile(code.source, code.name, arch, 0, 0, &bin, err, sizeof err);
         }
         if (rc != 0) {
             free(key);

@@ -83,12 +83,12 @@ static int compile_once(const char *source, const char *name, const char *gpu_ar
     return 0;
 }
 
-int cuda_nvrtc_compile(const char *source, const char *name, int arch, int want_cubin,
+int cuda_nvrtc_compile(const char *source, const char *name, int arch, int arch_specific, int want_cubin,
                        CudaBinary *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     double t0 = now_ms();
     char gpu_arch[32];
-    snprintf(gpu_arch, sizeof gpu_arch, "%s_%d", want_cubin ? "sm" : "compute", arch);
+    snprintf(gpu_arch, sizeof gpu_arch, "%s_%d%s", want_cubin ? "sm" : "compute", arch, arch_specific ? "a" : "");
     nvrtcProgram prog;
     char *log = NULL;
     if (compile_once(source, name, gpu_arch, want_cubin, &prog, &log, err, errlen) != 0) {

@@ -24,9 +24,11 @@ typedef struct CudaResources {
 } CudaResources;
 
 /* Compiles `source` (which includes "tile_device.h") for compute/sm_<arch>
- * (e.g. 90).  want_cubin: also an sm cubin (with ptxas -v in the log).
+ * (e.g. 90), or compute/sm_<arch>a when arch_specific (the code uses
+ * features of that architecture alone: wgmma, CudaKernelCode.sm90a).
+ * want_cubin: also an sm cubin (with ptxas -v in the log).
  * Returns 0, or -1 with a message (the NVRTC log included) in err. */
-int  cuda_nvrtc_compile(const char *source, const char *name, int arch, int want_cubin,
+int  cuda_nvrtc_compile(const char *source, const char *name, int arch, int arch_specific, int want_cubin,
                         CudaBinary *out, char *err, size_t errlen);
 void cuda_binary_free(CudaBinary *b);
 /* The compile options besides --gpu-architecture, as one string, for cache keys. */

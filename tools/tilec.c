@@ -72,7 +72,7 @@ static int usage_error(const char *fmt, ...) {
 
 static const char help_text[] =
     "usage: tilec FILE [--emit=MODE] [-D NAME=VALUE]... [--kernel NAME] [-o OUT]\n"
-    "                  [--dump-after=PASS|all]\n"
+    "                  [--dump-after=PASS|all] [--arch=sm_XX]\n"
     "       tilec run FILE --kernel NAME --grid X[,Y[,Z]] [-D NAME=VALUE]...\n"
     "                  [--backend cpu|cuda] [--tune] ARG...\n"
     "       tilec --help | --version\n"
@@ -83,6 +83,8 @@ static const char help_text[] =
     "  --kernel NAME       only this kernel (default: every kernel)\n"
     "  -o OUT              write the output to OUT instead of stdout\n"
     "  --dump-after=PASS   with --emit=ir, also print the IR after PASS (or all):%s\n"
+    "  --arch=sm_XX        the GPU of --emit=cuda|ptx|cubin (default sm_90); sm_90a\n"
+    "                      adds Hopper's own instructions (wgmma)\n"
     "\n"
     "tilec run compiles one kernel and launches it; every array the kernel\n"
     "can write is saved back to its .npy path.  ARG is one of\n"
@@ -249,6 +251,13 @@ static int arch_number(const Options *o) {
     return atoi(a);
 }
 
+/* --arch=sm_90a: Hopper's arch-specific features (wgmma) may be used */
+static bool arch_specific(const Options *o) {
+    const char *a = o->arch ? o->arch : "";
+    size_t n = strlen(a);
+    return arch_number(o) == 90 && n && a[n - 1] == 'a';
+}
+
 static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
     IrFunc **funcs;
     int n;
@@ -258,7 +267,7 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
     for (int i = 0; i < n; i++) {
         unsigned char flags[256];
         memset(flags, CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32, sizeof flags);
-        CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1};
+        CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1, arch_specific(o)};
         CudaKernelCode code;
         if (cuda_emit(funcs[i], &opt, &code, &c->diag) != 0) return EXIT_COMPILE;
         if (what == 0) {
@@ -270,7 +279,7 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
 #ifdef TILE_HAVE_CUDA
         CudaBinary bin;
         char err[16384];
-        int ok = cuda_nvrtc_compile(code.source, code.name, arch_number(o), what == 2, &bin, err, sizeof err) == 0;
+        int ok = cuda_nvrtc_compile(code.source, code.name, arch_number(o), code.sm90a, what == 2, &bin, err, sizeof err) == 0;
         cuda_code_free(&code);
         if (!ok) {
             fprintf(stderr, "%s\n", err);

@@ -156,7 +156,7 @@ static void run_backend(const IrFunc *f, Diag *diag, uint64_t h, bool nvrtc, con
         } else {
             CudaBinary bin;
             char err[8192];
-            if (cuda_nvrtc_compile(code.source, code.name, 90, 0, &bin, err, sizeof err) != 0) {
+            if (cuda_nvrtc_compile(code.source, code.name, 90, 0, 0, &bin, err, sizeof err) != 0) {
                 note_bug(res, "kernel %s: NVRTC rejected the emitted CUDA (num_warps=%d, #line=%d):\n%.1500s",
                          f->name, opt.num_warps, opt.line_directives, err);
                 if (cfg->log) fprintf(cfg->log, "----- emitted CUDA -----\n%s------------------------\n", code.source);

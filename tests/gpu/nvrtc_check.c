@@ -3,7 +3,7 @@
  * no local-memory spills, and mma kernels with f16 / bf16 / tf32 operands
  * contain mma.sync.  Needs no GPU.  Prints one line per kernel.
  *
- *   nvrtc_check [--arch 90] [--emit DIR] [--aligned-only] [--kernel SUBSTR] [-D NAME=V]... FILE.tile...
+ *   nvrtc_check [--arch 90|90a] [--emit DIR] [--aligned-only] [--kernel SUBSTR] [-D NAME=V]... FILE.tile...
  * -D applies to the kernels declaring that constant; num_warps and occupancy
  * (the hints) to every kernel.  --kernel: only kernels whose name contains SUBSTR.
  * Each kernel is compiled twice: as the runtime specialises it for aligned
@@ -48,6 +48,7 @@ static bool has_const_without_default(const Decl *k, const ConstBinding *defs, i
 
 int main(int argc, char **argv) {
     int arch = 90, failures = 0, checked = 0, nvariants = 2;
+    bool sm90a = false;
     const char *emit_dir = NULL;
     const char *only = NULL;   /* --kernel: only kernels whose name contains this */
     ConstBinding defs[64];
@@ -55,7 +56,11 @@ int main(int argc, char **argv) {
     Arena scratch;
     arena_init(&scratch);
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) { arch = atoi(argv[++i]); continue; }
+        if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {   /* 90, or 90a: Hopper's own features (wgmma) */
+            arch = atoi(argv[++i]);
+            sm90a = strchr(argv[i], 'a') != NULL;
+            continue;
+        }
         if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) { emit_dir = argv[++i]; continue; }
         if (strcmp(argv[i], "--aligned-only") == 0) { nvariants = 1; continue; }
         if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) { only = argv[++i]; continue; }
@@ -108,7 +113,7 @@ int main(int argc, char **argv) {
             for (int variant = 0; variant < nvariants; variant++) {
                 unsigned char flags[64];
                 memset(flags, variant ? 0 : (CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32), sizeof flags);
-                CudaEmitOptions opt = {0, f->nparams <= 64 ? flags : NULL, 1};
+                CudaEmitOptions opt = {0, f->nparams <= 64 ? flags : NULL, 1, sm90a && arch == 90};
                 CudaKernelCode code;
                 if (cuda_emit(f, &opt, &code, &d) != 0) {
                     fprintf(stderr, "%s", diag_text(&d));
@@ -134,7 +139,7 @@ int main(int argc, char **argv) {
                 if (!unique) return 1;
                 snprintf(unique, n, "%s\n__device__ int tilec_nvrtc_check_nonce_%ld_%ld_%lu;\n", code.source,
                          (long)getpid(), (long)time(NULL), compilations++);
-                int rc = cuda_nvrtc_compile(unique, code.name, arch, 1, &bin, err, sizeof err);
+                int rc = cuda_nvrtc_compile(unique, code.name, arch, code.sm90a, 1, &bin, err, sizeof err);
                 free(unique);
                 if (rc != 0) {
                     printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
@@ -144,15 +149,16 @@ int main(int argc, char **argv) {
                 }
                 CudaResources res;
                 cuda_nvrtc_resources(bin.log, &res);
-                bool has_mma = strstr(bin.ptx, "mma.sync") != NULL;
+                bool has_mma = strstr(bin.ptx, "mma.sync") != NULL || strstr(bin.ptx, "wgmma.mma_async") != NULL;
                 const char *problem = NULL;
                 if (!bin.cubin) problem = "no cubin";
                 else if (!res.found) problem = "no ptxas resource report";
                 else if (res.spill_stores || res.spill_loads) problem = "local-memory spills";
-                else if (w.tensor_mma && !has_mma) problem = "mma kernel without mma.sync";
+                else if (w.tensor_mma && !has_mma) problem = "mma kernel without mma.sync or wgmma";
                 printf("%-28s %-22s %s regs=%-3d spills=%d/%d stack=%d smem=%d threads=%d mma=%s %.0f ms%s%s\n", path,
                        k->name, variant ? "plain" : "vec16", res.registers, res.spill_stores, res.spill_loads,
-                       res.stack_frame, code.smem_bytes, code.threads, has_mma ? "yes" : "no", bin.compile_ms,
+                       res.stack_frame, code.smem_bytes, code.threads,
+                       !has_mma ? "no" : code.sm90a ? "wgmma" : "yes", bin.compile_ms,
                        problem ? "  FAIL: " : "", problem ? problem : "");
                 if (problem) failures++;
                 cuda_binary_free(&bin);
