@@ -1256,6 +1256,7 @@ static void emit_local_set(Emitter *E, const IrOp *op) {
     if (*ll < 0) { ce_fail(E, op, "internal: local without a layout"); return; }
     const char *src = ce_convert(E, v->name, v->lay, ce_vdt(E, x), *ll);
     const char *dst = local_name(E, op->local);
+    if (strcmp(src, dst) == 0) return;   /* a wgmma accumulated into the local's own registers */
     for (int r = 0; r < ce_nregs(E, *ll); r++)
         ce_out(E, "%s = %s;", ce_reg(E, dst, *ll, r), ce_ew_cast(E, ce_vdt(E, x), lc->type.dtype, ce_reg(E, src, *ll, r)));
     /* a wgmma's in-place accumulator: its value made opaque, so that the
@@ -1263,7 +1264,7 @@ static void emit_local_set(Emitter *E, const IrOp *op) {
      * that skips the loop counts, for ptxas, as an instruction defining a
      * wgmma's registers while it runs, and serializes every product) nor
      * moves it between registers */
-    if (E->local_wgmma && E->local_wgmma[op->local] && src != dst)
+    if (E->local_wgmma && E->local_wgmma[op->local])
         for (int r = 0; r < ce_nregs(E, *ll); r++) ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, dst, *ll, r));
 }
 
@@ -1578,6 +1579,8 @@ static void emitter_reset(Emitter *E) {
     E->indent = 1;
     E->ntmp = 0;
     E->last_line = -1;
+    /* the scratch area an earlier pass needed: a wgmma pipeline leaves it room */
+    if ((E->smem_bytes + 127) / 128 * 128 > E->scratch_hint) E->scratch_hint = (E->smem_bytes + 127) / 128 * 128;
     E->smem_bytes = 0;
     E->async_top = E->async_peak = 0;
     E->scratch_clean = true;
@@ -1649,12 +1652,10 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * experiment knob */
     const char *rb = getenv("TILEC_READBACK_MAX_BYTES");
     E.readback_max_bytes = rb && *rb ? atoll(rb) : -1;
-    /* TILEC_NO_WGMMA=1: mma.sync even for sm_90a (to measure what wgmma gives) */
-    E.opt_wgmma = E.opt.target_sm90a && !ce_env_flag("TILEC_NO_WGMMA");
+    E.opt_wgmma = E.opt.target_sm90a != 0;
     /* TILEC_WGMMA_WAIT0=1: each use's products waited for at once (to measure
      * what keeping them in flight gives) */
     E.opt_wgmma_wait0 = ce_env_flag("TILEC_WGMMA_WAIT0");
-
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);
@@ -1699,8 +1700,9 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * block that could not run. */
     const int smem_blocks = smem > 0 ? SMEM_PER_SM / (smem + SMEM_PER_BLOCK_RESERVED) : 0;
     if (occ <= 0 && smem > 0 && smem_blocks <= 2) occ = smem_blocks > 0 ? smem_blocks : 1;
-    /* ... but never fewer registers than a wgmma's accumulator needs (ptxas
-     * refuses the instruction), with room for addresses and descriptors */
+    /* ... but never fewer registers than a wgmma's accumulator needs, with
+     * room for addresses and descriptors (else ptxas refuses the instruction,
+     * or serializes the products and spills) */
     const int wgmma_blocks = E.wgmma_acc_regs ? 65536 / (E.threads * (E.wgmma_acc_regs + 48)) : 0;
     if (E.wgmma_acc_regs && occ > wgmma_blocks) occ = wgmma_blocks > 0 ? wgmma_blocks : 1;
     if (occ > 0) ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", E.threads, occ, name.p);

@@ -29,9 +29,6 @@ typedef struct Val {
 } Val;
 
 #define ASYNC_MAX_PIPE 8
-/* Bytes from one core matrix (8 rows x 16 bytes, wgmma's no-swizzle operand
- * layout) to the next along a stored row: 128 and 16 of padding. */
-#define CORE_STRIDE 144
 
 /* The cp.async pipeline of a loop (emit_cuda_async.c); n == 0: none. */
 typedef struct Pipe {
@@ -92,15 +89,14 @@ typedef struct Emitter {
     bool *mma_kperm;          /* ... with each k step's columns permuted (lay_mma_a) */
     int *want;                /* layout the value should be made in; -1 none */
     bool *mma_alone;          /* mma result: no other mma's result meets its accumulator */
-    /* wgmma (emit_cuda_wgmma.c), per value id */
-    signed char *wgmma_split; /* mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
-    bool *async_core;         /* async load: its buffer holds core matrices (wgmma's layout), not padded rows */
-    bool opt_wgmma;           /* target_sm90a and not TILEC_NO_WGMMA */
-    bool opt_wgmma_wait0;
-    bool opt_wgmma_no_fence;  /* TILEC_WGMMA_NO_FENCE: no proxy fence before wgmma reads copies (an experiment) */
-    bool opt_wgmma_cm;        /* TILEC_WGMMA_CM: core matrices stored down 16-byte columns (an experiment) */     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
+    /* wgmma (emit_cuda_wgmma.c) */
+    signed char *wgmma_split; /* per mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
+    bool *async_core;         /* per async load: its buffer holds core matrices (wgmma's layout), not padded rows */
+    bool opt_wgmma;           /* CudaEmitOptions.target_sm90a */
+    bool opt_wgmma_wait0;     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
     bool used_wgmma;
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
+    int scratch_hint;         /* most scratch shared memory an earlier pass used (bounds the wgmma pipeline) */
     bool *local_wgmma;        /* per local: a wgmma accumulates into its registers in place */
 } Emitter;
 
@@ -181,8 +177,10 @@ int  ce_async_operand_load(Emitter *E, int id, int *col_dim);
 /* emit_cuda_wgmma.c: Hopper's warpgroup mma */
 void ce_wgmma_plan(Emitter *E);
 /* The products of an mma marked by the plan (both operands in core-matrix
- * buffers), into accumulator registers `d` of layout `lay` (lay_wgmma). */
-void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemOperand *b, const char *d, int lay);
+ * buffers), into accumulator registers `d` of layout `lay` (lay_wgmma);
+ * inplace: `d` is a loop-carried local's own (ce_wgmma_inplace). */
+void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemOperand *b, const char *d, int lay,
+                   bool inplace);
 int  ce_wgmma_layout(Emitter *E, const IrOp *op);
 /* The registers of the local `op` accumulates into in place (its C operand
  * read from the local, its result only stored back to it, nothing reading

@@ -392,8 +392,13 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     /* A straight from registers in fragment layout (emit_cuda_plan.c) */
     bool reg_a = tensor && !a_async && ce_plan_reg_a(E, op);
     int a_lay = -1;
-    /* Hopper's warpgroup mma when the plan chose it (emit_cuda_wgmma.c) */
-    int wg_lay = tensor && a_async && b_async ? ce_wgmma_layout(E, op) : -1;
+    /* Hopper's warpgroup mma when the plan chose it (emit_cuda_wgmma.c): its
+     * operands are core-matrix buffers, which nothing else can read */
+    int wg_lay = ce_wgmma_layout(E, op);
+    if (wg_lay >= 0 && !(a_async && b_async)) {
+        ce_fail(E, op, "internal: a wgmma product without both operands in shared memory");
+        return;
+    }
     if (wg_lay >= 0) {
         lay = wg_lay;
     } else if (tensor) {
@@ -414,6 +419,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     /* wgmma into a loop-carried accumulator works on the local's own
      * registers: copies in and out would serialize the products (ptxas) */
     const char *d = wg_lay >= 0 && acc == ct && acc == rt ? ce_wgmma_inplace(E, op, lay) : NULL;
+    bool inplace = d != NULL;
     if (!d) {
         const char *c = ce_convert(E, ce_val(E, ic)->name, ce_val(E, ic)->lay, ct, lay);
         d = ce_fresh(E, "d");
@@ -451,7 +457,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     E->indent++;
     const Layout *R = ce_lay(E, lay);
     if (wg_lay >= 0) {
-        ce_emit_wgmma(E, op, &oa, &ob, d, lay);
+        ce_emit_wgmma(E, op, &oa, &ob, d, lay, inplace);
     } else if (tensor) {
         int wnb = __builtin_popcount(lay_warp_mask(R) & ((1u << E->warpbits) - 1));
         int wnbits = 0, wmbits = 0;

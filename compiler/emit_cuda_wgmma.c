@@ -15,29 +15,31 @@
  *     columns each.
  * Its operand tiles are then copied into *core matrices* (the no-swizzle
  * canonical layout: each 8 rows x 16 bytes of the stored tile is 128
- * contiguous bytes; those of one 8-row group CORE_STRIDE = 144 bytes apart, so
- * that the copies, in row order, write 8 bank groups at once) instead of
- * padded rows; a descriptor gives each instruction its 64 x 16 slice of A and
- * 16 x N slice of B, in either orientation (K-major, or M- / N-major with the
- * instruction's transpose bit).  At each use: fence the accumulator, one
- * wgmma per 64-row chunk and 16-deep k step, commit.  In a pipelined loop
- * whose copies feed it (emit_cuda_async.c), the batch stays in flight until
- * the next iteration's products are issued (wait_group 1), and the pipeline
- * refills a buffer one iteration later than it would for mma.sync; elsewhere
- * it is waited for at once.  The accumulator, when it is a loop-carried
- * local, is the local's own registers (ce_wgmma_inplace): copies in and out
- * would make ptxas serialize the products.  The copies' writers fence the
- * async proxy before the barrier that publishes a buffer.
+ * contiguous bytes, those of one 8-row group side by side; 8 consecutive
+ * threads copy the 8 rows of one) instead of padded rows; a descriptor gives
+ * each instruction its 64 x 16 slice of A and 16 x N slice of B, in either
+ * orientation (K-major, or M- / N-major with the instruction's transpose
+ * bit).  At each use: fence the accumulator, one wgmma per 64-row chunk and
+ * 16-deep k step, commit.  When the accumulator is a loop-carried local it is
+ * the local's own registers (ce_wgmma_inplace: copies in and out would make
+ * ptxas serialize the products), and in a pipelined loop whose copies feed
+ * every operand (emit_cuda_async.c) the batch stays in flight until the next
+ * iteration's products are issued (wait_group 1): the pipeline refills a
+ * buffer one iteration later than it would for mma.sync.  Otherwise the
+ * batch is waited for at once.  The copies' writers fence the async proxy
+ * before the barrier that publishes a buffer.
  *
  * Correct, but slower than mma.sync so far (docs/performance.md: the copies,
- * not the products, bound the matmul); the runtime uses it only with
- * TILEC_WGMMA=1.
- * TILEC_NO_WGMMA=1 keeps mma.sync everywhere (to measure what wgmma gives).
+ * not the products, bound the matmul); the runtime compiles for sm_90a only
+ * with TILEC_WGMMA=1.
  * Prefix: ce_wgmma_. */
 #include "emit_cuda_int.h"
 
 #include <stdlib.h>
-#include <string.h>
+
+/* The most accumulator registers per thread a product may take: 64 x 256 per
+ * warp group; more and ptxas serializes the products and spills. */
+#define WGMMA_MAX_ACC_REGS 128
 
 /* Warp groups over M and over N (log2) for an M x N product, or false. */
 static bool choose_split(Emitter *E, int M, int N, int *wgm, int *wgn) {
@@ -46,11 +48,12 @@ static bool choose_split(Emitter *E, int M, int N, int *wgm, int *wgn) {
     *wgm = 0;
     while (*wgm < groups && ((M / 64) >> (*wgm + 1)) >= 1 && (M / 64) % (2 << *wgm) == 0) (*wgm)++;
     *wgn = groups - *wgm;
-    int cols = N >> *wgn;
-    return cols >= 8 && cols % 8 == 0 && cols <= 256 && (cols << *wgn) == N;
+    int cols = N >> *wgn, chunks = (M / 64) >> *wgm;
+    return cols >= 8 && cols % 8 == 0 && cols <= 256 && (cols << *wgn) == N && chunks * cols / 2 <= WGMMA_MAX_ACC_REGS;
 }
 
-static bool candidate(Emitter *E, const IrOp *o) {
+/* Does mma `o` go to wgmma?  If so its split is recorded. */
+static bool plan_mma(Emitter *E, const IrOp *o) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
     if (at->rank != 2 || bt->rank != 2 || t->rank != 2 || !ce_mma_on_tensor_cores(at, bt, t)) return false;
     if (!ce_is_half(at->dtype) || !E->mma_alone || !E->mma_alone[o->result]) return false;
@@ -58,7 +61,7 @@ static bool candidate(Emitter *E, const IrOp *o) {
     if (M % 64 || K % 16 || !choose_split(E, M, N, &wgm, &wgn)) return false;
     int cd;
     int la = ce_async_operand_load(E, o->args[0], &cd), lb = ce_async_operand_load(E, o->args[1], &cd);
-    if (la < 0 || lb < 0 || la == lb || !ce_async_is_load(E, la) || !ce_async_is_load(E, lb)) return false;
+    if (la < 0 || lb < 0 || !ce_async_is_load(E, la) || !ce_async_is_load(E, lb)) return false;
     E->wgmma_split[o->result] = (signed char)(wgm | wgn << 4);
     return true;
 }
@@ -69,12 +72,12 @@ static void plan_block(Emitter *E, const IrBlock *blk) {
         const IrOp *o = blk->ops[i];
         plan_block(E, o->body);
         plan_block(E, o->else_body);
-        if (o->op != OP_MMA || !candidate(E, o)) continue;
+        if (o->op != OP_MMA || !plan_mma(E, o)) continue;
         for (int w = 0; w < 2; w++) {
             int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
             E->async_core[lv] = true;
-            /* the buffer's bytes per stored row (tile_bytes): its core matrices' share */
-            E->async_pitch[lv] = ce_vtype(E, o->args[w])->shape[cd] * CORE_STRIDE / 128;
+            /* elements per stored row: core matrices have no padding */
+            E->async_pitch[lv] = ce_vtype(E, o->args[w])->shape[cd];
         }
     }
 }
@@ -115,30 +118,34 @@ const char *ce_wgmma_inplace(Emitter *E, const IrOp *op, int lay) {
     const IrOp *get = E->f->values[op->args[2]].def;
     if (!get || get->op != OP_LOCAL_GET || E->local_lay[get->local] < 0) return NULL;
     if (!lay_equal(ce_lay(E, E->local_lay[get->local]), ce_lay(E, lay)) || E->nuses[op->result] != 1) return NULL;
-    int at;
+    int at, from;
     const IrBlock *blk = block_of(E->f->body, op, &at);
-    for (int i = at + 1; blk && i < blk->nops; i++) {
+    if (!blk || block_of(blk, get, &from) != blk || from > at) return NULL;   /* the read, earlier in this block */
+    /* between the read and the product: no write of the local, no control
+     * flow; right after the product: the write of it into the local, before
+     * anything else touches the local or any control flow */
+    for (int i = from + 1; i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
-        if (o->op == OP_LOCAL_SET && o->local == get->local && o->args[0] == op->result) {
+        bool mine = (o->op == OP_LOCAL_GET || o->op == OP_LOCAL_SET) && o->local == get->local;
+        if (i == at) continue;
+        if (i > at && o->op == OP_LOCAL_SET && mine && o->args[0] == op->result) {
             E->local_wgmma[get->local] = true;
             return ce_fmt_str(E, "l%d", get->local);
         }
-        /* anything else that reads or writes the local, or holds code, first: give up */
-        if ((o->op == OP_LOCAL_GET || o->op == OP_LOCAL_SET) && o->local == get->local) return NULL;
-        if (o->body || o->else_body) return NULL;
+        if (o->body || o->else_body || (mine && (i > at || o->op == OP_LOCAL_SET))) return NULL;
     }
     return NULL;
 }
 
 /* Byte offset of the core matrix holding element (r, c) of a stored tile of
  * `cols` contiguous `size`-byte elements (r % 8 == 0, c * size % 16 == 0),
- * laid out as emit_cuda_async.c's copy_dst does: the core matrices of an
- * 8-row group CORE_STRIDE apart, the groups one after another. */
+ * laid out as emit_cuda_async.c's copy_dst does. */
 static long long core_offset(int r, int c, int cols, int size) {
-    return (long long)(r / 8) * (cols * size / 16 * CORE_STRIDE) + (long long)(c * size / 16) * CORE_STRIDE;
+    return (long long)(r / 8) * (8LL * cols * size) + (long long)(c * size / 16) * 128;
 }
 
-void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemOperand *b, const char *d, int lay) {
+void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemOperand *b, const char *d, int lay,
+                   bool inplace) {
     const Type *at = ce_vtype(E, op->args[0]), *bt = ce_vtype(E, op->args[1]);
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1], size = ce_regsize(at->dtype);
     int split = E->wgmma_split[op->result], wgm = split & 15, wgn = split >> 4;
@@ -183,8 +190,11 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemO
             free(list.p);
         }
     ce_out(E, "tile_wgmma_commit();");
-    bool top_level = false;   /* directly in the body of the pipelined loop keeping products in flight */
-    for (int k = 0; E->pipe.loop && E->pipe.wgmma_inflight && k < E->pipe.loop->body->nops; k++)
+    /* in flight only into the local's own registers, which nothing reads
+     * before the next products, and only directly in the body of the loop
+     * whose pipeline allows it */
+    bool top_level = false;
+    for (int k = 0; inplace && E->pipe.loop && E->pipe.wgmma_inflight && k < E->pipe.loop->body->nops; k++)
         top_level |= E->pipe.loop->body->ops[k] == op;
     if (top_level) ce_out(E, "tile_wgmma_wait1();   /* the previous iteration's batch is done, this one runs on */");
     else ce_out(E, "tile_wgmma_wait0();");

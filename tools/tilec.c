@@ -264,6 +264,8 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
     int rc = lower_selected_kernels(o, c, NULL, &funcs, &n);
     if (rc) return rc;
     if (what && arch_number(o) < 70) return usage_error("--arch %s: want sm_70 or newer (e.g. sm_90)", o->arch);
+    if (o->arch && o->arch[0] && o->arch[strlen(o->arch) - 1] == 'a' && !arch_specific(o))
+        return usage_error("--arch %s: only sm_90a has architecture-specific code here; say sm_%d", o->arch, arch_number(o));
     for (int i = 0; i < n; i++) {
         unsigned char flags[256];
         memset(flags, CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32, sizeof flags);

@@ -1,7 +1,8 @@
 /* nvrtc_check.c: compiles every kernel of the given .tile files through the
  * CUDA emitter and NVRTC to PTX and an sm_XX cubin, and checks the result:
  * no local-memory spills, and mma kernels with f16 / bf16 / tf32 operands
- * contain mma.sync.  Needs no GPU.  Prints one line per kernel.
+ * contain mma.sync (or wgmma, with --arch 90a).  Needs no GPU.  Prints one
+ * line per kernel.
  *
  *   nvrtc_check [--arch 90|90a] [--emit DIR] [--aligned-only] [--kernel SUBSTR] [-D NAME=V]... FILE.tile...
  * -D applies to the kernels declaring that constant; num_warps and occupancy
@@ -171,6 +172,7 @@ int main(int argc, char **argv) {
         free(src);
     }
     arena_free(&scratch);
-    printf("%d compilations, %d failures (NVRTC %s, sm_%d)\n", checked, failures, cuda_nvrtc_version(), arch);
+    printf("%d compilations, %d failures (NVRTC %s, sm_%d%s)\n", checked, failures, cuda_nvrtc_version(), arch,
+           sm90a && arch == 90 ? "a" : "");
     return failures ? 1 : 0;
 }
