@@ -1573,6 +1573,10 @@ static void emit_prologue(Emitter *E, Buf *o) {
     }
 }
 
+/* The scratch area's size, rounded so that the cp.async buffers after it
+ * start aligned. */
+static int scratch_bytes(const Emitter *E) { return (E->smem_bytes + 127) / 128 * 128; }
+
 static void emitter_reset(Emitter *E) {
     E->body.len = 0;
     if (E->body.p) E->body.p[0] = 0;
@@ -1580,7 +1584,7 @@ static void emitter_reset(Emitter *E) {
     E->ntmp = 0;
     E->last_line = -1;
     /* the scratch area an earlier pass needed: a wgmma pipeline leaves it room */
-    if ((E->smem_bytes + 127) / 128 * 128 > E->scratch_hint) E->scratch_hint = (E->smem_bytes + 127) / 128 * 128;
+    if (scratch_bytes(E) > E->scratch_hint) E->scratch_hint = scratch_bytes(E);
     E->smem_bytes = 0;
     E->async_top = E->async_peak = 0;
     E->scratch_clean = true;
@@ -1615,10 +1619,6 @@ static void emit_passes(Emitter *E) {
     emitter_reset(E);
     ce_emit_block(E, f->body);
 }
-
-/* The scratch area's size, rounded so that the cp.async buffers after it
- * start aligned. */
-static int scratch_bytes(const Emitter *E) { return (E->smem_bytes + 127) / 128 * 128; }
 
 /* The kernel's shared memory: the scratch area, then the cp.async buffers. */
 static int kernel_smem(const Emitter *E) {

@@ -20,32 +20,18 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "wgmma_m64n256.cuh"
+
 #define STAGES 4
 #define STAGE_BYTES 49152                   // A 128 x 64 + B 64 x 256, bf16
 #define CHUNKS (STAGE_BYTES / 16)           // 16-byte copies a stage
 #define SMEM (STAGES * STAGE_BYTES + 1024)  // + the mbarriers
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)((lbo & 0x3FFFF) >> 4) << 16 | (uint64_t)((sbo & 0x3FFFF) >> 4) << 32;
-}
 __device__ __forceinline__ void cp16(uint32_t dst, const void *src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void fence_proxy() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
-#define R8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-__device__ __forceinline__ void mma(float *d, uint64_t da, uint64_t db) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-    "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-    "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-    "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-    "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127},"
-    " %128, %129, p, 1, 1, 0, 1;\n}\n"
-    : R8(0), R8(8), R8(16), R8(24), R8(32), R8(40), R8(48), R8(56), R8(64), R8(72), R8(80), R8(88), R8(96), R8(104), R8(112), R8(120)
-    : "l"(da), "l"(db), "r"(1));
-}
 
 // One warp group's 4 products on stage `s` (A rows 64 wg.., K-major, core matrices side by
 // side: 128 bytes along K, 1024 per 8 rows; B N-major: 4096 per 8 K rows, 128 along N).
@@ -53,7 +39,7 @@ __device__ __forceinline__ void products(float *d, uint32_t base, int s, int wg)
   uint32_t a = base + s * STAGE_BYTES + wg * 8192, b = base + s * STAGE_BYTES + 16384;
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int ks = 0; ks < 4; ks++) mma(d, desc(a + ks * 256, 128, 1024), desc(b + ks * 8192, 4096, 128));
+  for (int ks = 0; ks < 4; ks++) wgmma_m64n256k16<1>(d, wgmma_desc(a + ks * 256, 128, 1024), wgmma_desc(b + ks * 8192, 4096, 128));
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 }
 
