@@ -1575,7 +1575,10 @@ static void emit_prologue(Emitter *E, Buf *o) {
 
 /* The scratch area's size, rounded so that the cp.async buffers after it
  * start aligned. */
-static int scratch_bytes(const Emitter *E) { return (E->smem_bytes + 127) / 128 * 128; }
+static int scratch_bytes(const Emitter *E) {
+    int align = E->swizzled ? SWIZZLE_ALIGN : 128;
+    return (E->smem_bytes + align - 1) / align * align;
+}
 
 static void emitter_reset(Emitter *E) {
     E->body.len = 0;
@@ -1656,6 +1659,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     /* TILEC_WGMMA_WAIT0=1: each use's products waited for at once (to measure
      * what keeping them in flight gives) */
     E.opt_wgmma_wait0 = ce_env_flag("TILEC_WGMMA_WAIT0");
+    E.opt_wgmma_noswizzle = ce_env_flag("TILEC_WGMMA_NOSWIZZLE");
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);
@@ -1709,7 +1713,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     else ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", E.threads, name.p);
     emit_params(&E, &o);
     ce_buf_printf(&o, ")\n{\n");
-    ce_buf_printf(&o, "    extern __shared__ __align__(16) unsigned char tile_smem[];\n");
+    ce_buf_printf(&o, "    extern __shared__ __align__(%d) unsigned char tile_smem[];\n", E.swizzled ? SWIZZLE_ALIGN : 16);
     ce_buf_printf(&o, "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
     ce_buf_printf(&o, "    (void)lane; (void)warp; (void)tile_smem;\n");
     if (E.async_peak) ce_buf_printf(&o, "    unsigned char *const tile_async = tile_smem + %d;\n", scratch);

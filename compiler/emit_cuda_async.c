@@ -226,9 +226,11 @@ void ce_async_analyse(Emitter *E) {
     E->async_ptr = ARENA_ARRAY(&E->mem, const char *, n);
     E->async_stages = ARENA_ARRAY(&E->mem, int, n);
     E->async_core = ARENA_ARRAY(&E->mem, bool, n);
+    E->async_swizzle = ARENA_ARRAY(&E->mem, short, n);
     E->readback_loop = ARENA_ARRAY(&E->mem, const IrOp *, n);
     for (int i = 0; i < n; i++) {
         E->async_core[i] = false;
+        E->async_swizzle[i] = 0;
         E->readback_loop[i] = NULL;
         E->nuses[i] = 0;
         E->async_kind[i] = ASYNC_NONE;
@@ -253,8 +255,11 @@ static int64_t tile_bytes(Emitter *E, int lv) {
     return ((int64_t)tile_rows(t, row) * E->async_pitch[lv] * ce_regsize(t->dtype) + 127) / 128 * 128;
 }
 
-static int64_t async_alloc(Emitter *E, int64_t bytes) {
-    int64_t off = (E->async_top + 127) / 128 * 128;
+/* Room for load `lv`'s buffers: `bytes` at 128-byte alignment, or the
+ * swizzle's (tile_async itself is aligned so, emit_cuda.c). */
+static int64_t async_alloc(Emitter *E, int lv, int64_t bytes) {
+    int64_t align = E->async_swizzle[lv] ? SWIZZLE_ALIGN : 128;
+    int64_t off = (E->async_top + align - 1) / align * align;
     E->async_top = off + bytes;
     if (E->async_top > E->async_peak) E->async_peak = E->async_top;
     return off;
@@ -262,14 +267,37 @@ static int64_t async_alloc(Emitter *E, int64_t bytes) {
 
 /* ---- the copies ---------------------------------------------------------------------- */
 
+/* The forms a buffer's tile takes (copy_dst). */
+typedef enum { FORM_ROWS, FORM_CORE, FORM_SWIZZLE } BufForm;
+
+static BufForm buf_form(const Emitter *E, int lv) {
+    return !E->async_core[lv] ? FORM_ROWS : E->async_swizzle[lv] ? FORM_SWIZZLE : FORM_CORE;
+}
+
 /* Byte offset in a tile's buffer of the 16-byte piece at row `r`, element
- * column `k` (C expressions) of a tile of `cols` columns: padded rows of
- * `pitch` elements, or core matrices (wgmma's no-swizzle layout,
- * emit_cuda_wgmma.c: each 8 rows x 16 bytes stored as 128 contiguous bytes,
- * those of an 8-row group side by side). */
-static const char *copy_dst(Emitter *E, bool core, const char *r, const char *k, int cols, int pitch, int s) {
-    if (!core) return ce_fmt_str(E, "(%s * %d + %s) * %d", r, pitch, k, s);
-    return ce_fmt_str(E, "((%s >> 3) * %d + ((%s) * %d >> 4) * 128 + (%s & 7) * 16)", r, 8 * cols * s, k, s, r);
+ * column `k` (C expressions) of a tile of `rows` x `cols` `s`-byte elements:
+ *   FORM_ROWS: padded rows of `pitch` elements;
+ *   FORM_CORE: core matrices (wgmma's no-swizzle layout, emit_cuda_wgmma.c):
+ *     each 8 rows x 16 bytes stored as 128 contiguous bytes, those of an
+ *     8-row group side by side;
+ *   FORM_SWIZZLE: wgmma's swizzle of width w (32, 64 or 128 bytes): the
+ *     columns in panels of w bytes, each panel `rows` rows of w bytes, piece
+ *     p of row r stored at p ^ (address bits 7.. of the row), as the hardware
+ *     reads it (for 128: p ^ (r % 8); so the 16-byte writes of a quarter warp,
+ *     8 pieces of a row or the same piece of 8 rows, fall in 8 bank groups). */
+static const char *copy_dst(Emitter *E, BufForm form, int w, const char *r, const char *k, int rows, int cols, int pitch,
+                            int s) {
+    switch (form) {
+    case FORM_ROWS: return ce_fmt_str(E, "(%s * %d + %s) * %d", r, pitch, k, s);
+    case FORM_CORE:
+        return ce_fmt_str(E, "((%s >> 3) * %d + ((%s) * %d >> 4) * 128 + (%s & 7) * 16)", r, 8 * cols * s, k, s, r);
+    case FORM_SWIZZLE: {
+        int wl = w == 128 ? 7 : w == 64 ? 6 : 5;   /* log2 w */
+        return ce_fmt_str(E, "(((%s) * %d >> %d) * %d + (%s) * %d + ((((%s) * %d >> 4) ^ ((%s) * %d >> 7)) & %d) * 16)", k, s, wl,
+                          rows * w, r, w, k, s, r, w, w / 16 - 1);
+    }
+    }
+    return "0";
 }
 
 /* cp.async of load `ld`'s tile into the buffer at byte offset `dst` (a C
@@ -281,7 +309,8 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     int arr = ld->array, ve = 16 / s;
     int cols = t->shape[col], rows = tile_rows(t, row), pitch = E->async_pitch[ld->result];
     int cpr = cols / ve, total = rows * cpr, reps = (total + E->threads - 1) / E->threads;
-    bool core = E->async_core[ld->result];
+    BufForm form = buf_form(E, ld->result);
+    int w = E->async_swizzle[ld->result];
     const char *OT = ce_off_type(E, arr);
     int axis[TILE_MAX_RANK];   /* view axis -> array axis */
     for (int d = 0; d < t->rank; d++) axis[d] = ld->nints == t->rank ? ld->ints[d] : d;
@@ -309,8 +338,10 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
         int rows_per_rep = E->threads / cpr;
         /* core matrices: 8 consecutive threads take the 8 rows of one, so that their
          * 16-byte writes fill 128 contiguous bytes (measured 7% faster than core
-         * matrices padded to 144 bytes with copies in row order, 2026-12-02) */
-        if (core && E->threads % (8 * cpr) == 0)
+         * matrices padded to 144 bytes with copies in row order, 2026-12-02).
+         * Otherwise consecutive threads take consecutive pieces of a row, so
+         * that a warp reads whole 128-byte lines */
+        if (form == FORM_CORE && E->threads % (8 * cpr) == 0)
             ce_out(E, "const int r0 = ((int)threadIdx.x / %d) * 8 + ((int)threadIdx.x & 7), k0 = (((int)threadIdx.x >> 3) %% %d) * %d;",
                 8 * cpr, cpr, ve);
         else
@@ -323,14 +354,15 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
             ce_out(E, "const %s *src = p%d + (%s + k0);", ce_mtype(t->dtype), arr, off);
             ce_out(E, "const %s step = 0;", OT);
         }
-        /* the rows a copy moves on by: a multiple of 8 keeps a core layout's step constant */
-        bool linear = !core || rows_per_rep % 8 == 0;
-        const char *dj = ce_fmt_str(E, "dst + j * %d", core ? rows_per_rep * cols * s : rows_per_rep * pitch * s);
+        /* the rows a copy moves on by: a multiple of 8 keeps a core or swizzled layout's step constant */
+        bool linear = form == FORM_ROWS || rows_per_rep % 8 == 0;
+        int row_bytes = form == FORM_ROWS ? pitch * s : form == FORM_CORE ? cols * s : w;
+        const char *dj = ce_fmt_str(E, "dst + j * %d", rows_per_rep * row_bytes);
         if (linear)
-            ce_out(E, "unsigned char *dst = tile_async + %s + %s;", dst, copy_dst(E, core, "r0", "k0", cols, pitch, s));
+            ce_out(E, "unsigned char *dst = tile_async + %s + %s;", dst, copy_dst(E, form, w, "r0", "k0", rows, cols, pitch, s));
         else
             dj = ce_fmt_str(E, "tile_async + %s + %s", dst,
-                            copy_dst(E, core, ce_fmt_str(E, "(r0 + j * %d)", rows_per_rep), "k0", cols, pitch, s));
+                            copy_dst(E, form, w, ce_fmt_str(E, "(r0 + j * %d)", rows_per_rep), "k0", rows, cols, pitch, s));
         ce_out(E, "#pragma unroll");
         ce_out(E, "for (int j = 0; j < %d; ++j)", reps);
         E->indent++;
@@ -357,7 +389,7 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "const int bytes = left >= %d ? 16 : left > 0 ? (int)left * %d : 0;", ve, s);
     /* a piece cut by the array's end is copied by plain loads (cp.async's
      * zero fill would still address 16 bytes) */
-    const char *at = copy_dst(E, core, "r", "k", cols, pitch, s);
+    const char *at = copy_dst(E, form, w, "r", "k", rows, cols, pitch, s);
     ce_out(E, "if (bytes == 16) tile_cp_async16(tile_async + %s + %s, p%d + (%s), 16);", dst, at, arr, off);
     ce_out(E, "else tile_copy16_partial(tile_async + %s + %s, bytes ? (const void *)(p%d + (%s)) : (const void *)p%d, bytes);",
         dst, at, arr, off, arr);
@@ -372,7 +404,7 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
 /* A load of the current block that is not pipelined: one buffer, copied,
  * waited for and made visible where the load stands. */
 static void emit_single(Emitter *E, const IrOp *ld) {
-    int64_t off = async_alloc(E, tile_bytes(E, ld->result));
+    int64_t off = async_alloc(E, ld->result, tile_bytes(E, ld->result));
     ce_out(E, "__syncthreads();   /* the buffer's last readers are done */");
     issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off));
     ce_out(E, "tile_cp_async_commit();");
@@ -640,7 +672,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         return false;
     }
     for (int j = 0; j < E->pipe.n; j++) {
-        E->pipe.off[j] = async_alloc(E, stages * tile_bytes(E, E->pipe.loads[j]->result));
+        E->pipe.off[j] = async_alloc(E, E->pipe.loads[j]->result, stages * tile_bytes(E, E->pipe.loads[j]->result));
         E->async_stages[E->pipe.loads[j]->result] = stages;
     }
     E->pipe.loop = loop;

@@ -29,6 +29,9 @@ typedef struct Val {
 } Val;
 
 #define ASYNC_MAX_PIPE 8
+/* A swizzled wgmma operand buffer starts at a multiple of this: the
+ * hardware's swizzle is a function of address bits 4-9 (emit_cuda_wgmma.c). */
+#define SWIZZLE_ALIGN 1024
 
 /* The cp.async pipeline of a loop (emit_cuda_async.c); n == 0: none. */
 typedef struct Pipe {
@@ -91,9 +94,13 @@ typedef struct Emitter {
     bool *mma_alone;          /* mma result: no other mma's result meets its accumulator */
     /* wgmma (emit_cuda_wgmma.c) */
     signed char *wgmma_split; /* per mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
-    bool *async_core;         /* per async load: its buffer holds core matrices (wgmma's layout), not padded rows */
+    bool *async_core;         /* per async load: its buffer is in a wgmma layout, not padded rows */
+    short *async_swizzle;     /* ... that layout: rows of 32, 64 or 128 bytes, their 16-byte pieces
+                               * permuted (the swizzle of that width); 0: no-swizzle core matrices */
+    bool swizzled;            /* some buffer is swizzled: shared memory aligned to SWIZZLE_ALIGN */
     bool opt_wgmma;           /* CudaEmitOptions.target_sm90a */
     bool opt_wgmma_wait0;     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
+    bool opt_wgmma_noswizzle; /* TILEC_WGMMA_NOSWIZZLE: core matrices only (for measurements) */
     bool used_wgmma;
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
     int scratch_hint;         /* most scratch shared memory an earlier pass used (bounds the wgmma pipeline) */

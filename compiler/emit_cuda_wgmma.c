@@ -13,10 +13,17 @@
  *   - the block has 4 warps or a multiple (whole warp groups), and the warp
  *     groups can split the M x N tile into 64-row chunks and at most 256
  *     columns each.
- * Its operand tiles are then copied into *core matrices* (the no-swizzle
- * canonical layout: each 8 rows x 16 bytes of the stored tile is 128
- * contiguous bytes, those of one 8-row group side by side; 8 consecutive
- * threads copy the 8 rows of one) instead of padded rows; a descriptor gives
+ * Its operand tiles are then copied, instead of into padded rows, into one
+ * of wgmma's canonical layouts (swizzle_width): swizzled, the widest of 128,
+ * 64 or 32 bytes that the tile's rows split into (its 16-byte pieces
+ * permuted within each 8-row group, so that a warp's copies read whole
+ * 128-byte lines and write without bank conflicts), else core matrices (no
+ * swizzle: each 8 rows x 16 bytes of the stored tile is 128 contiguous
+ * bytes, those of one 8-row group side by side; 8 consecutive threads copy
+ * the 8 rows of one).  The swizzle is what makes wgmma pay: with core
+ * matrices a warp's copies read half lines, doubling L2 requests, and the
+ * matmul ran at 212 TFLOP/s, bound by them; swizzled, 636 (H200,
+ * docs/performance.md).  A descriptor gives
  * each instruction its 64 x 16 slice of A and 16 x N slice of B, in either
  * orientation (K-major, or M- / N-major with the instruction's transpose
  * bit).  At each use: fence the accumulator, one wgmma per 64-row chunk and
@@ -29,9 +36,7 @@
  * batch is waited for at once.  The copies' writers fence the async proxy
  * before the barrier that publishes a buffer.
  *
- * Correct, but slower than mma.sync so far (docs/performance.md: the copies,
- * not the products, bound the matmul); the runtime compiles for sm_90a only
- * with TILEC_WGMMA=1.
+ * The runtime compiles for sm_90a on an sm_90 device unless TILEC_WGMMA=0.
  * Prefix: ce_wgmma_. */
 #include "emit_cuda_int.h"
 
@@ -66,6 +71,23 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
     return true;
 }
 
+/* The widest swizzle (128, 64 or 32 bytes; 0: none, core matrices) that
+ * operand `w` (0: A, 1: B) of wgmma product `o`, stored with dimension `cd`
+ * contiguous, may take.  Its rows must split into whole panels of that many
+ * bytes and into whole 8-row groups, and an M- or N-major operand's part per
+ * warp group (64 rows of A, the group's columns of B) into whole panels,
+ * since a descriptor steps from panel to panel at one stride. */
+static int swizzle_width(Emitter *E, const IrOp *o, int w, int cd) {
+    const Type *t = ce_vtype(E, o->args[w]);
+    int size = ce_regsize(t->dtype), row_bytes = t->shape[cd] * size, rows = t->shape[1 - cd];
+    bool kmajor = w == 0 ? cd == 1 : cd == 0;
+    int group_bytes = kmajor ? row_bytes : w == 0 ? 64 * size : (t->shape[cd] >> (E->wgmma_split[o->result] >> 4)) * size;
+    if (rows % 8) return 0;
+    for (int width = 128; width >= 32; width /= 2)
+        if (row_bytes % width == 0 && group_bytes % width == 0) return width;
+    return 0;
+}
+
 static void plan_block(Emitter *E, const IrBlock *blk) {
     if (!blk) return;
     for (int i = 0; i < blk->nops; i++) {
@@ -76,7 +98,9 @@ static void plan_block(Emitter *E, const IrBlock *blk) {
         for (int w = 0; w < 2; w++) {
             int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
             E->async_core[lv] = true;
-            /* elements per stored row: core matrices have no padding */
+            E->async_swizzle[lv] = (short)(E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd));
+            E->swizzled |= E->async_swizzle[lv] != 0;
+            /* elements per stored row: wgmma's layouts have no padding */
             E->async_pitch[lv] = ce_vtype(E, o->args[w])->shape[cd];
         }
     }
@@ -86,6 +110,7 @@ void ce_wgmma_plan(Emitter *E) {
     int n = E->f->nvalues + 1;
     E->wgmma_split = ARENA_ARRAY(&E->mem, signed char, n);
     for (int i = 0; i < n; i++) E->wgmma_split[i] = -1;
+    E->swizzled = false;
     E->local_wgmma = ARENA_ARRAY(&E->mem, bool, E->f->nlocals + 1);
     for (int i = 0; i <= E->f->nlocals; i++) E->local_wgmma[i] = false;
     if (!E->opt_wgmma) return;
@@ -137,11 +162,58 @@ const char *ce_wgmma_inplace(Emitter *E, const IrOp *op, int lay) {
     return NULL;
 }
 
-/* Byte offset of the core matrix holding element (r, c) of a stored tile of
- * `cols` contiguous `size`-byte elements (r % 8 == 0, c * size % 16 == 0),
- * laid out as emit_cuda_async.c's copy_dst does. */
-static long long core_offset(int r, int c, int cols, int size) {
-    return (long long)(r / 8) * (8LL * cols * size) + (long long)(c * size / 16) * 128;
+/* How an operand's tile is stored (emit_cuda_async.c's copy_dst): `rows` x
+ * `cols` elements of `size` bytes, `cols` contiguous in global memory;
+ * kmajor: those are K (A as [M][K], B as [N][K]), else M or N; swizzle: its
+ * width in bytes, 0 for core matrices. */
+typedef struct {
+    int rows, cols, size;
+    bool kmajor;
+    int swizzle;
+} Stored;
+
+/* Byte offset of the 8-row, 16-byte-aligned piece at element (r, c) of a
+ * stored tile (r % 8 == 0, c * size % 16 == 0), before any swizzle (the
+ * hardware applies that to the addresses it forms). */
+static long long stored_offset(const Stored *st, int r, int c) {
+    long long cb = (long long)c * st->size, w = st->swizzle;
+    if (w) return cb / w * (w * st->rows) + (long long)r * w + cb % w;
+    return (long long)(r / 8) * (8LL * st->cols * st->size) + cb / 16 * 128;
+}
+
+/* The descriptor's two strides.  No swizzle: lbo between core matrices next
+ * to each other along K, sbo along M or N.  Swizzled, K-major: sbo between
+ * 8-row groups, lbo unused (an instruction's 16 K lie in one panel); M- or
+ * N-major: lbo between panels along M or N, sbo between 8-row groups along K
+ * (PTX ISA, wgmma's canonical layouts). */
+static void strides(const Stored *st, long long *lbo, long long *sbo) {
+    long long row8 = stored_offset(st, 8, 0), col8 = stored_offset(st, 0, 16 / st->size);
+    if (!st->swizzle) {
+        *lbo = st->kmajor ? col8 : row8;
+        *sbo = st->kmajor ? row8 : col8;
+    } else {
+        *lbo = st->kmajor ? 16 : (long long)st->swizzle * st->rows;
+        *sbo = row8;
+    }
+}
+
+/* The descriptor's layout field: none, or the swizzle's width. */
+static int layout_code(const Stored *st) {
+    return st->swizzle == 128 ? 1 : st->swizzle == 64 ? 2 : st->swizzle == 32 ? 3 : 0;
+}
+
+/* C expression: the byte offset of a warp group's part of an operand that
+ * starts at M or N index `mn` (a multiple of 64 for A, of the group's width
+ * for B: whole panels when swizzled, swizzle_width). */
+static const char *group_offset(Emitter *E, const Stored *st, const char *mn) {
+    if (st->kmajor) return ce_fmt_str(E, "%s / 8 * %lld", mn, stored_offset(st, 8, 0));
+    int unit = st->swizzle ? st->swizzle / st->size : 8;
+    return ce_fmt_str(E, "%s / %d * %lld", mn, unit, stored_offset(st, 0, unit));
+}
+
+/* Offset of the piece at (mn, k) of an operand, in its M or N and K terms. */
+static long long operand_offset(const Stored *st, int mn, int k) {
+    return st->kmajor ? stored_offset(st, mn, k) : stored_offset(st, k, mn);
 }
 
 void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemOperand *b, const char *d, int lay,
@@ -151,13 +223,14 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemO
     int split = E->wgmma_split[op->result], wgm = split & 15, wgn = split >> 4;
     int cols = N >> wgn, chunks = (M / 64) >> wgm, nb = cols / 8;
     const char *ty = at->dtype == DT_BF16 ? "bf16" : "f16";
+    int cda, cdb;
+    int la = ce_async_operand_load(E, op->args[0], &cda), lb = ce_async_operand_load(E, op->args[1], &cdb);
     /* stored tiles: A as [M][K] (K-major) or [K][M]; B as [N][K] (K-major) or [K][N] */
-    int acols = a->kmajor ? K : M, bcols = b->kmajor ? K : N;
-    /* between core matrices next to each other along K (lbo) and along M / N (sbo) */
-    long long a_row8 = core_offset(8, 0, acols, size), a_col8 = core_offset(0, 16 / size, acols, size);
-    long long b_row8 = core_offset(8, 0, bcols, size), b_col8 = core_offset(0, 16 / size, bcols, size);
-    long long a_lbo = a->kmajor ? a_col8 : a_row8, a_sbo = a->kmajor ? a_row8 : a_col8;
-    long long b_lbo = b->kmajor ? b_col8 : b_row8, b_sbo = b->kmajor ? b_row8 : b_col8;
+    Stored sa = {a->kmajor ? M : K, a->kmajor ? K : M, size, a->kmajor, E->async_swizzle[la]};
+    Stored sb = {b->kmajor ? N : K, b->kmajor ? K : N, size, b->kmajor, E->async_swizzle[lb]};
+    long long a_lbo, a_sbo, b_lbo, b_sbo;
+    strides(&sa, &a_lbo, &a_sbo);
+    strides(&sb, &b_lbo, &b_sbo);
     E->used_wgmma = true;
     if (chunks * cols / 2 > E->wgmma_acc_regs) E->wgmma_acc_regs = chunks * cols / 2;
     ce_out(E, "{");
@@ -166,13 +239,11 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemO
     ce_out(E, "const int m0 = ((warp >> 2) >> %d) * %d, n0 = ((warp >> 2) & %d) * %d;", wgn, 64 * chunks, (1 << wgn) - 1, cols);
     ce_out(E, "const unsigned wa = tile_smem_addr(%s), wb = tile_smem_addr(%s);", a->base, b->base);
     /* the warp group's part of each operand: rows m0.. of A, columns n0.. of B */
-    ce_out(E, "const unsigned wa0 = wa + m0 / 8 * %lld, wb0 = wb + n0 / 8 * %lld;", a->kmajor ? a_row8 : a_col8,
-           b->kmajor ? b_row8 : b_col8);
+    ce_out(E, "const unsigned wa0 = wa + %s, wb0 = wb + %s;", group_offset(E, &sa, "m0"), group_offset(E, &sb, "n0"));
     ce_out(E, "tile_wgmma_fence();");
     for (int mc = 0; mc < chunks; mc++)
         for (int k0 = 0; k0 < K; k0 += 16) {
-            long long ao = a->kmajor ? core_offset(64 * mc, k0, acols, size) : core_offset(k0, 64 * mc, acols, size);
-            long long bo = b->kmajor ? core_offset(0, k0, bcols, size) : core_offset(k0, 0, bcols, size);
+            long long ao = operand_offset(&sa, 64 * mc, k0), bo = operand_offset(&sb, 0, k0);
             Buf regs = {0};
             for (int j = 0; j < nb; j++)
                 for (int c = 0; c < 4; c++)
@@ -184,8 +255,8 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemO
             ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, p, 1, 1, %d, %d; }\"", cols, ty, ty,
                    list.p, cols / 2, cols / 2 + 1, a->kmajor ? 0 : 1, b->kmajor ? 0 : 1);
             ce_out(E, "    : %s", regs.p);
-            ce_out(E, "    : \"l\"(tile_wgmma_desc(wa0 + %lld, %lld, %lld)), \"l\"(tile_wgmma_desc(wb0 + %lld, %lld, %lld)), \"r\"(1));",
-                   ao, a_lbo, a_sbo, bo, b_lbo, b_sbo);
+            ce_out(E, "    : \"l\"(tile_wgmma_desc(wa0 + %lld, %lld, %lld, %d)), \"l\"(tile_wgmma_desc(wb0 + %lld, %lld, %lld, %d)), \"r\"(1));",
+                   ao, a_lbo, a_sbo, layout_code(&sa), bo, b_lbo, b_sbo, layout_code(&sb));
             free(regs.p);
             free(list.p);
         }

@@ -241,12 +241,13 @@ template <int N> TILE_DEV void tile_cp_async_wait() { asm volatile("cp.async.wai
 TILE_DEV void tile_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 /* ---- wgmma (sm_90a; only kernels compiled for it call these) ---------------- */
-/* Shared-memory matrix descriptor of a no-swizzle operand: 8 x 16-byte core
- * matrices of 128 contiguous bytes; lbo: bytes between core matrices next to
- * each other along K, sbo: along M or N (emit_cuda_wgmma.c) */
-TILE_DEV unsigned long long tile_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+/* Shared-memory matrix descriptor of an operand (emit_cuda_wgmma.c says
+ * what lbo and sbo are): no swizzle, 8 x 16-byte core matrices of 128
+ * contiguous bytes (layout 0), or rows of 128, 64 or 32 bytes whose 16-byte
+ * pieces the hardware permutes (layout 1, 2, 3: the swizzle of that width) */
+TILE_DEV unsigned long long tile_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo, int layout) {
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
-           (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32;
+           (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32 | (unsigned long long)(layout & 3) << 62;
 }
 /* the accumulator registers were written by ordinary instructions: order them before the next wgmma */
 TILE_DEV void tile_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
