@@ -36,6 +36,8 @@ static const char usage_text[] =
     "  bench:   --bench  --iters N  --warmup N\n"
     "  tiles:   --block-n-state N  --block-n-out N   (dstate slice of kernels 2 and 3)\n"
     "           --block-p-state N (head dims per block of kernel 2)\n"
+    "           --heads-state 1|2 (kernel 2 walks that many heads of a group per block, reading\n"
+    "           each step's B once for them; 2 needs an even number of heads per group)\n"
     "           --block-k N (tokens per mma step of kernel 2)  --warps-state N  --warps-out N\n"
     "           --block-m N (tokens per row block of kernel 3, up to the chunk)\n"
     "           --block-k-out N (tokens per causal step of kernel 3, up to --block-m)\n"
@@ -172,6 +174,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--check-pairs")) rc = parse_int(flag, value, 1, INT_MAX, &cfg->check_pairs);
         else if (!strcmp(flag, "--block-n-state")) rc = parse_pow2(flag, value, &cfg->opt.block_n_state);
         else if (!strcmp(flag, "--block-p-state")) rc = parse_pow2(flag, value, &cfg->opt.block_p_state);
+        else if (!strcmp(flag, "--heads-state")) rc = parse_int(flag, value, 1, 2, &cfg->opt.heads_state);
         else if (!strcmp(flag, "--block-n-out")) rc = parse_pow2(flag, value, &cfg->opt.block_n_out);
         else if (!strcmp(flag, "--block-k")) rc = parse_pow2(flag, value, &cfg->opt.block_k);
         else if (!strcmp(flag, "--block-k-out")) rc = parse_pow2(flag, value, &cfg->opt.block_k_out);
@@ -398,7 +401,7 @@ static void grid_for(const Run *run, int which, const tile_const *c, int n, int 
         const int block_p = max_int(1, const_of(c, n, "BLOCK_P", 64));
         const int block_n = max_int(1, const_of(c, n, "BLOCK_N", 64));
         grid[0] = cdiv_int(run->P, block_p) * cdiv_int(run->N, block_n);
-        grid[1] = run->H;
+        grid[1] = run->H / max_int(1, const_of(c, n, "HEADS", 1));
         grid[2] = run->Bt;
     } else if (which == K_SCORES) {
         const int per = max_int(1, run->Q / max_int(1, const_of(c, n, "BLOCK_M", 64)));
@@ -591,6 +594,7 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     if (dt == TILE_F32) plan_const(p, K_STATE, "TF32", tf32, 1);
     if (warps_state) plan_const(p, K_STATE, "num_warps", warps_state, o->warps_state != 0);
     if (o->occupancy_state) plan_const(p, K_STATE, "occupancy", o->occupancy_state, 1);
+    if (o->heads_state > 1) plan_const(p, K_STATE, "HEADS", o->heads_state, 1);
 
     const int seq_heads = heads > 1                                          ? 1
                           : o->seq_heads                                      ? o->seq_heads
@@ -879,6 +883,11 @@ static int make_dir(const char *dir) {
 /* Options that depend on the shape: 0, or -1 after saying why. */
 static int check_options(const Config *cfg, const M2Shape *s) {
     const int hpb = cfg->opt.heads_per_block;
+    if (cfg->opt.heads_state > 1 && (s->heads / s->groups) % cfg->opt.heads_state != 0) {
+        fprintf(stderr, "mamba2: --heads-state %d must divide the heads of a group (%d / %d = %d)\n",
+                cfg->opt.heads_state, s->heads, s->groups, s->heads / s->groups);
+        return -1;
+    }
     if (hpb > 1 && (cfg->opt.dtype == TILE_F32 || cfg->opt.carry_tf32 || (s->heads / s->groups) % hpb != 0)) {
         fprintf(stderr, "mamba2: --heads-per-block %d needs bf16 or f16 inputs without --carry tf32, and must divide "
                         "the heads of a group (%d / %d = %d)\n", hpb, s->heads, s->groups, s->heads / s->groups);

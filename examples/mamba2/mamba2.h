@@ -55,6 +55,7 @@ typedef struct M2Options {
     double dt_min, dt_max; /* the clamp of δ; (-inf, inf) = none */
     int block_n_state, block_n_out;  /* dstate slices of kernels 2 and 3; 0 = the default */
     int block_p_state;               /* head dims per block of kernel 2; 0 = the default */
+    int heads_state;                 /* kernel 2's heads of a group walked together per block (1 or 2); 0 = the default */
     int block_k;                     /* tokens per mma step of kernel 2; 0 = 64 */
     int block_k_out;                 /* tokens per causal step of kernel 3; 0 = 64 (at most block_m) */
     int heads_per_block;             /* kernel 3 on this many heads per block; 0 or 1 = one */
