@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/profile_matmul.sh: where a matmul kernel's time goes, mma.sync beside wgmma,
 # for the GPU machine.  Builds (as bench/run_gpu.sh does), makes two random bf16
-# inputs of N x N, then for each variant (mma.sync; wgmma with TILEC_WGMMA=1) runs
+# inputs of N x N, then for each variant (mma.sync with TILEC_WGMMA=0; wgmma) runs
 # one `tilec run` launch of examples/matmul.tile's matmul_bf16 under Nsight Compute
 # and prints its time, occupancy, SM / tensor / L2 / DRAM throughput and top warp
 # stall reasons, and counts the SASS instructions that matter (HMMA, HGMMA, LDGSTS,
@@ -28,7 +28,7 @@ METRICS=gpu__time_duration.sum,launch__registers_per_thread,launch__shared_mem_p
 for variant in mma_sync wgmma; do
   export TILE_CACHE_DIR=$OUTDIR/cache_$variant
   rm -rf "$TILE_CACHE_DIR"
-  envs=""; [ $variant = wgmma ] && envs="TILEC_WGMMA=1"
+  envs="TILEC_WGMMA=0"; [ $variant = wgmma ] && envs="TILEC_WGMMA=1"
   echo "== $variant: matmul_bf16 N=$N BM=$BM BN=$BN BK=$BK warps=$WARPS"
   env $envs "$NCU" --clock-control none --kernel-name regex:tk_matmul --metrics $METRICS \
     "$BUILD/tools/tilec" run examples/matmul.tile --kernel matmul_bf16 --backend cuda \
