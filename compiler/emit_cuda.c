@@ -1660,6 +1660,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * what keeping them in flight gives) */
     E.opt_wgmma_wait0 = ce_env_flag("TILEC_WGMMA_WAIT0");
     E.opt_wgmma_noswizzle = ce_env_flag("TILEC_WGMMA_NOSWIZZLE");
+    E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);

@@ -654,12 +654,14 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         E->pipe.readback[E->pipe.n] = !direct;
         E->pipe.loads[E->pipe.n++] = o;
     }
-    /* a product on wgmma directly in the loop body: deeper, and its batch may
-     * stay in flight across the next iteration's barrier */
+    /* a product on wgmma from shared memory alone directly in the loop body:
+     * deeper, and its batch may stay in flight across the next iteration's
+     * barrier (one with A from registers keeps the usual pipeline: such
+     * kernels run several blocks per SM) */
     bool wg = false;
     for (int k = 0; k < loop->body->nops; k++) {
         const IrOp *o = loop->body->ops[k];
-        wg |= o->op == OP_MMA && E->wgmma_split && E->wgmma_split[o->result] >= 0;
+        wg |= o->op == OP_MMA && E->wgmma_split && E->wgmma_split[o->result] >= 0 && !ce_wgmma_reads_registers(E, o);
     }
     /* (the scratch area an earlier pass used shares the block's shared memory) */
     int64_t budget = wg ? WGMMA_ASYNC_BUDGET - E->scratch_hint : ASYNC_BUDGET;

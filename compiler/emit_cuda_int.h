@@ -94,6 +94,7 @@ typedef struct Emitter {
     bool *mma_alone;          /* mma result: no other mma's result meets its accumulator */
     /* wgmma (emit_cuda_wgmma.c) */
     signed char *wgmma_split; /* per mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
+    bool *wgmma_reg_a;        /* per mma result on wgmma: A read from registers (fragments), not shared memory */
     bool *async_core;         /* per async load: its buffer is in a wgmma layout, not padded rows */
     short *async_swizzle;     /* ... that layout: rows of 32, 64 or 128 bytes, their 16-byte pieces
                                * permuted (the swizzle of that width); 0: no-swizzle core matrices */
@@ -101,6 +102,7 @@ typedef struct Emitter {
     bool opt_wgmma;           /* CudaEmitOptions.target_sm90a */
     bool opt_wgmma_wait0;     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
     bool opt_wgmma_noswizzle; /* TILEC_WGMMA_NOSWIZZLE: core matrices only (for measurements) */
+    bool opt_wgmma_noreg;     /* TILEC_WGMMA_NOREG: no wgmma with A from registers (for measurements) */
     bool used_wgmma;
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
     int scratch_hint;         /* most scratch shared memory an earlier pass used (bounds the wgmma pipeline) */
@@ -183,12 +185,15 @@ void ce_async_analyse(Emitter *E);
 int  ce_async_operand_load(Emitter *E, int id, int *col_dim);
 /* emit_cuda_wgmma.c: Hopper's warpgroup mma */
 void ce_wgmma_plan(Emitter *E);
-/* The products of an mma marked by the plan (both operands in core-matrix
- * buffers), into accumulator registers `d` of layout `lay` (lay_wgmma);
+/* The products of an mma marked by the plan (operands in wgmma's shared-memory
+ * layouts; A, when `a` is NULL, from registers `areg` of fragment layout
+ * a_lay), into accumulator registers `d` of layout `lay` (lay_wgmma);
  * inplace: `d` is a loop-carried local's own (ce_wgmma_inplace). */
-void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemOperand *b, const char *d, int lay,
-                   bool inplace);
+void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char *areg, int a_lay, const SmemOperand *b,
+                   const char *d, int lay, bool inplace);
 int  ce_wgmma_layout(Emitter *E, const IrOp *op);
+/* Is mma a wgmma product with A from registers (its B alone in shared memory)? */
+bool ce_wgmma_reads_registers(Emitter *E, const IrOp *mma);
 /* The registers of the local `op` accumulates into in place (its C operand
  * read from the local, its result only stored back to it, nothing reading
  * the local between), or NULL. */

@@ -393,14 +393,22 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     bool reg_a = tensor && !a_async && ce_plan_reg_a(E, op);
     int a_lay = -1;
     /* Hopper's warpgroup mma when the plan chose it (emit_cuda_wgmma.c): its
-     * operands are core-matrix buffers, which nothing else can read */
+     * shared-memory operands are in wgmma's layouts, which nothing else can
+     * read; an A from registers is in mma.sync's fragments */
     int wg_lay = ce_wgmma_layout(E, op);
-    if (wg_lay >= 0 && !(a_async && b_async)) {
-        ce_fail(E, op, "internal: a wgmma product without both operands in shared memory");
+    bool wg_reg_a = wg_lay >= 0 && ce_wgmma_reads_registers(E, op);
+    if (wg_lay >= 0 && !(wg_reg_a ? reg_a && b_async && !ce_plan_kperm(E, op) : a_async && b_async)) {
+        ce_fail(E, op, "internal: a wgmma product without its operands where the plan put them");
         return;
     }
     if (wg_lay >= 0) {
         lay = wg_lay;
+        if (wg_reg_a) {
+            int wmb, wnb;
+            ce_plan_split(E, op, &wmb, &wnb);
+            Layout fl = lay_mma_a(at, wmb, wnb, true, false);
+            a_lay = ce_lay_add(E, &fl);
+        }
     } else if (tensor) {
         int wmb, wnb;
         ce_plan_split(E, op, &wmb, &wnb);
@@ -457,7 +465,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     E->indent++;
     const Layout *R = ce_lay(E, lay);
     if (wg_lay >= 0) {
-        ce_emit_wgmma(E, op, &oa, &ob, d, lay, inplace);
+        ce_emit_wgmma(E, op, wg_reg_a ? NULL : &oa, areg, a_lay, &ob, d, lay, inplace);
     } else if (tensor) {
         int wnb = __builtin_popcount(lay_warp_mask(R) & ((1u << E->warpbits) - 1));
         int wnbits = 0, wmbits = 0;

@@ -57,18 +57,50 @@ static bool choose_split(Emitter *E, int M, int N, int *wgm, int *wgn) {
     return cols >= 8 && cols % 8 == 0 && cols <= 256 && (cols << *wgn) == N && chunks * cols / 2 <= WGMMA_MAX_ACC_REGS;
 }
 
+/* A product whose A the plan reads from registers (emit_cuda_plan.c) with
+ * every warp on 16 rows of M: wgmma takes A from registers too, in the same
+ * fragments (a warp's 16 rows, mma.sync's m16n8k16 A layout, unpermuted),
+ * and leaves its result in mma.sync's accumulator layout for that split
+ * (lay_wgmma with the warp groups over M is lay_mma with the warps over M),
+ * so it may meet mma.sync products and element-wise work freely.  B comes
+ * from shared memory (cp.async), read once per warp group instead of once
+ * per warp. */
+static bool plan_reg_a(Emitter *E, const IrOp *o, int *wgm) {
+    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]);
+    int M = at->shape[0], K = at->shape[1], N = bt->shape[1], wmb, wnb, cd;
+    if (!ce_plan_reg_a(E, o) || ce_plan_kperm(E, o) || E->warpbits < 2) return false;
+    ce_plan_split(E, o, &wmb, &wnb);
+    if (wnb != 0 || wmb != E->warpbits || M != 16 << E->warpbits || K % 16) return false;
+    if (N % 8 || N > 256 || N / 2 > WGMMA_MAX_ACC_REGS) return false;
+    int lb = ce_async_operand_load(E, o->args[1], &cd);
+    if (lb < 0 || !ce_async_is_load(E, lb)) return false;
+    *wgm = E->warpbits - 2;
+    return true;
+}
+
 /* Does mma `o` go to wgmma?  If so its split is recorded. */
 static bool plan_mma(Emitter *E, const IrOp *o) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
     if (at->rank != 2 || bt->rank != 2 || t->rank != 2 || !ce_mma_on_tensor_cores(at, bt, t)) return false;
-    if (!ce_is_half(at->dtype) || !E->mma_alone || !E->mma_alone[o->result]) return false;
-    int M = at->shape[0], K = at->shape[1], N = bt->shape[1], wgm, wgn;
+    if (!ce_is_half(at->dtype)) return false;
+    int wgm, wgn = 0;
+    if (!E->opt_wgmma_noreg && plan_reg_a(E, o, &wgm)) {
+        E->wgmma_split[o->result] = (signed char)wgm;
+        E->wgmma_reg_a[o->result] = true;
+        return true;
+    }
+    if (!E->mma_alone || !E->mma_alone[o->result]) return false;
+    int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
     if (M % 64 || K % 16 || !choose_split(E, M, N, &wgm, &wgn)) return false;
     int cd;
     int la = ce_async_operand_load(E, o->args[0], &cd), lb = ce_async_operand_load(E, o->args[1], &cd);
     if (la < 0 || lb < 0 || !ce_async_is_load(E, la) || !ce_async_is_load(E, lb)) return false;
     E->wgmma_split[o->result] = (signed char)(wgm | wgn << 4);
     return true;
+}
+
+bool ce_wgmma_reads_registers(Emitter *E, const IrOp *mma) {
+    return E->wgmma_split && E->wgmma_split[mma->result] >= 0 && E->wgmma_reg_a[mma->result];
 }
 
 /* The widest swizzle (128, 64 or 32 bytes; 0: none, core matrices) that
@@ -95,7 +127,7 @@ static void plan_block(Emitter *E, const IrBlock *blk) {
         plan_block(E, o->body);
         plan_block(E, o->else_body);
         if (o->op != OP_MMA || !plan_mma(E, o)) continue;
-        for (int w = 0; w < 2; w++) {
+        for (int w = E->wgmma_reg_a[o->result] ? 1 : 0; w < 2; w++) {
             int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
             E->async_core[lv] = true;
             E->async_swizzle[lv] = (short)(E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd));
@@ -109,7 +141,8 @@ static void plan_block(Emitter *E, const IrBlock *blk) {
 void ce_wgmma_plan(Emitter *E) {
     int n = E->f->nvalues + 1;
     E->wgmma_split = ARENA_ARRAY(&E->mem, signed char, n);
-    for (int i = 0; i < n; i++) E->wgmma_split[i] = -1;
+    E->wgmma_reg_a = ARENA_ARRAY(&E->mem, bool, n);
+    for (int i = 0; i < n; i++) E->wgmma_split[i] = -1, E->wgmma_reg_a[i] = false;
     E->swizzled = false;
     E->local_wgmma = ARENA_ARRAY(&E->mem, bool, E->f->nlocals + 1);
     for (int i = 0; i <= E->f->nlocals; i++) E->local_wgmma[i] = false;
@@ -216,20 +249,21 @@ static long long operand_offset(const Stored *st, int mn, int k) {
     return st->kmajor ? stored_offset(st, mn, k) : stored_offset(st, k, mn);
 }
 
-void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemOperand *b, const char *d, int lay,
-                   bool inplace) {
+void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char *areg, int a_lay, const SmemOperand *b,
+                   const char *d, int lay, bool inplace) {
     const Type *at = ce_vtype(E, op->args[0]), *bt = ce_vtype(E, op->args[1]);
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1], size = ce_regsize(at->dtype);
     int split = E->wgmma_split[op->result], wgm = split & 15, wgn = split >> 4;
     int cols = N >> wgn, chunks = (M / 64) >> wgm, nb = cols / 8;
     const char *ty = at->dtype == DT_BF16 ? "bf16" : "f16";
     int cda, cdb;
-    int la = ce_async_operand_load(E, op->args[0], &cda), lb = ce_async_operand_load(E, op->args[1], &cdb);
+    int la = a ? ce_async_operand_load(E, op->args[0], &cda) : -1, lb = ce_async_operand_load(E, op->args[1], &cdb);
     /* stored tiles: A as [M][K] (K-major) or [K][M]; B as [N][K] (K-major) or [K][N] */
-    Stored sa = {a->kmajor ? M : K, a->kmajor ? K : M, size, a->kmajor, E->async_swizzle[la]};
+    Stored sa = {0};
+    if (a) sa = (Stored){a->kmajor ? M : K, a->kmajor ? K : M, size, a->kmajor, E->async_swizzle[la]};
     Stored sb = {b->kmajor ? N : K, b->kmajor ? K : N, size, b->kmajor, E->async_swizzle[lb]};
-    long long a_lbo, a_sbo, b_lbo, b_sbo;
-    strides(&sa, &a_lbo, &a_sbo);
+    long long a_lbo = 0, a_sbo = 0, b_lbo, b_sbo;
+    if (a) strides(&sa, &a_lbo, &a_sbo);
     strides(&sb, &b_lbo, &b_sbo);
     E->used_wgmma = true;
     if (chunks * cols / 2 > E->wgmma_acc_regs) E->wgmma_acc_regs = chunks * cols / 2;
@@ -237,26 +271,51 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const SmemO
     E->indent++;
     ce_out(E, "/* wgmma: warp group warp >> 2 of %d; its rows from m0, its columns from n0 */", 1 << (wgm + wgn));
     ce_out(E, "const int m0 = ((warp >> 2) >> %d) * %d, n0 = ((warp >> 2) & %d) * %d;", wgn, 64 * chunks, (1 << wgn) - 1, cols);
-    ce_out(E, "const unsigned wa = tile_smem_addr(%s), wb = tile_smem_addr(%s);", a->base, b->base);
+    ce_out(E, "(void)m0;");
     /* the warp group's part of each operand: rows m0.. of A, columns n0.. of B */
-    ce_out(E, "const unsigned wa0 = wa + %s, wb0 = wb + %s;", group_offset(E, &sa, "m0"), group_offset(E, &sb, "n0"));
+    if (a) {
+        ce_out(E, "const unsigned wa = tile_smem_addr(%s), wb = tile_smem_addr(%s);", a->base, b->base);
+        ce_out(E, "const unsigned wa0 = wa + %s, wb0 = wb + %s;", group_offset(E, &sa, "m0"), group_offset(E, &sb, "n0"));
+    } else {
+        ce_out(E, "const unsigned wb0 = tile_smem_addr(%s) + %s;", b->base, group_offset(E, &sb, "n0"));
+    }
     ce_out(E, "tile_wgmma_fence();");
     for (int mc = 0; mc < chunks; mc++)
         for (int k0 = 0; k0 < K; k0 += 16) {
-            long long ao = operand_offset(&sa, 64 * mc, k0), bo = operand_offset(&sb, 0, k0);
+            long long bo = operand_offset(&sb, 0, k0);
             Buf regs = {0};
             for (int j = 0; j < nb; j++)
                 for (int c = 0; c < 4; c++)
                     ce_buf_printf(&regs, "%s\"+f\"(%s)", j || c ? ", " : "", ce_reg(E, d, lay, 4 * (mc * nb + j) + c));
             Buf list = {0};
             for (int r = 0; r < cols / 2; r++) ce_buf_printf(&list, "%s%%%d", r ? ", " : "", r);
-            /* scale-d is a predicate: true, the product is added to d */
-            ce_out(E, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; \"", cols / 2 + 2);
-            ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, p, 1, 1, %d, %d; }\"", cols, ty, ty,
-                   list.p, cols / 2, cols / 2 + 1, a->kmajor ? 0 : 1, b->kmajor ? 0 : 1);
-            ce_out(E, "    : %s", regs.p);
-            ce_out(E, "    : \"l\"(tile_wgmma_desc(wa0 + %lld, %lld, %lld, %d)), \"l\"(tile_wgmma_desc(wb0 + %lld, %lld, %lld, %d)), \"r\"(1));",
-                   ao, a_lbo, a_sbo, layout_code(&sa), bo, b_lbo, b_sbo, layout_code(&sb));
+            const char *bdesc = ce_fmt_str(E, "tile_wgmma_desc(wb0 + %lld, %lld, %lld, %d)", bo, b_lbo, b_sbo, layout_code(&sb));
+            int in = cols / 2;   /* the first input operand's number */
+            if (a) {
+                long long ao = operand_offset(&sa, 64 * mc, k0);
+                /* scale-d is a predicate: true, the product is added to d */
+                ce_out(E, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; \"", in + 2);
+                ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, p, 1, 1, %d, %d; }\"", cols, ty,
+                       ty, list.p, in, in + 1, a->kmajor ? 0 : 1, b->kmajor ? 0 : 1);
+                ce_out(E, "    : %s", regs.p);
+                ce_out(E, "    : \"l\"(tile_wgmma_desc(wa0 + %lld, %lld, %lld, %d)), \"l\"(%s), \"r\"(1));", ao, a_lbo, a_sbo,
+                       layout_code(&sa), bdesc);
+            } else {
+                /* A's fragment of this k step from its registers (lay_mma_a,
+                 * unpermuted: a_i packs registers 2i and 2i + 1 of the step) */
+                const char *fa[4];
+                for (int q = 0; q < 4; q++) {
+                    int lo = (k0 / 16) * 8 + 2 * q;
+                    fa[q] = ce_fmt_str(E, "(unsigned)%s | ((unsigned)%s << 16)", ce_reg(E, areg, a_lay, lo),
+                                       ce_reg(E, areg, a_lay, lo + 1));
+                }
+                ce_out(E, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; \"", in + 5);
+                ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %d; }\"",
+                       cols, ty, ty, list.p, in, in + 1, in + 2, in + 3, in + 4, b->kmajor ? 0 : 1);
+                ce_out(E, "    : %s", regs.p);
+                ce_out(E, "    : \"r\"(%s), \"r\"(%s), \"r\"(%s), \"r\"(%s), \"l\"(%s), \"r\"(1));", fa[0], fa[1], fa[2], fa[3],
+                       bdesc);
+            }
             free(regs.p);
             free(list.p);
         }
