@@ -49,7 +49,7 @@ static const char usage_text[] =
     "           --scores separate|fused (kernel 3's C Bᵀ scores: computed once per group by a\n"
     "           fourth launch and read back; or computed in kernel 3's loop from C_m kept in\n"
     "           registers, --block-n-out covering dstate; default fused for bf16/f16 inputs\n"
-    "           with dstate <= 64 or groups > 1, and for large bf16 runs, the faster there)\n"
+    "           with dstate <= 128, the faster there; separate for f32)\n"
     "           --occupancy-out N, --occupancy-state N (blocks per SM the registers of kernel\n"
     "           3, of kernel 2, are sized for; default: 3 for kernel 3 with fused scores\n"
     "           (2 for f32), 2 with separate scores (16-bit), else the compiler's choice)\n"
@@ -495,15 +495,16 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     const int exact = dt == TILE_F32 && o->fp32_products;
     /* several heads per block: one kernel generic over the dtypes, scores read from chunk_scores */
     const int heads = o->heads_per_block > 1 ? o->heads_per_block : 1;
-    /* The default from the H200 (docs/performance.md, 2026-12-01): fused is
-     * faster for 16-bit inputs with dstate <= 64 (by 5-12%) or groups > 1 (the
-     * separate scores kernel then costs 0.12-0.13 ms: 2-12%), slower with
-     * dstate 128 and one group (3%, and +50% in tf32) unless the run is large
-     * (large_bf16_run), where walking several heads per block makes it the
-     * faster (1.61 vs 1.62-1.69 ms in all at the anchor). */
+    /* The default from the H200 (docs/performance.md): fused for 16-bit
+     * inputs with dstate <= 128.  With its products on wgmma, A from
+     * registers (2026-12-02), it is faster at every bf16 shape measured:
+     * (8, 2048, 24, 64, 128, 1, 256) 0.306 -> 0.267 ms, (1, 4096, 80, ...)
+     * 0.286 -> 0.260, the large runs by 10% more than on mma.sync.  On
+     * mma.sync alone (other GPUs, TILEC_WGMMA=0) the separate scores were 1-4%
+     * faster with dstate 128 and one group at the smaller shapes (2026-12-01),
+     * and fused 50% slower in tf32, which keeps them. */
     const int fused = o->scores == M2_SCORES_FUSED ||
-                      (o->scores == M2_SCORES_DEFAULT && dt != TILE_F32 && heads == 1 && !o->carry_tf32 &&
-                       N <= 128 && (N <= 64 || G > 1 || (large_bf16_run(o, Bt, H, nchunks, Q) && o->seq_heads != 1)));
+                      (o->scores == M2_SCORES_DEFAULT && dt != TILE_F32 && heads == 1 && !o->carry_tf32 && N <= 128);
     p->skip[K_SCORES] = fused;
     p->fused = fused;
     p->heads = heads;
