@@ -116,6 +116,10 @@ struct tile_backend_ops {
     tile_status (*event_record)(tile_ctx *ctx, void *ev, void *stream);
     tile_status (*event_elapsed_ms)(tile_ctx *ctx, void *start, void *end, float *ms);
     void        (*event_destroy)(tile_ctx *ctx, void *ev);
+    /* What the generated code depends on besides the device (the CUDA
+     * backend: the target, sm_90a with wgmma or not), so that a tuner's
+     * winner is reused only for the same; NULL when nothing. */
+    const char *(*codegen_tag)(tile_ctx *ctx);
 };
 
 const tile_backend_ops *tile_cpu_backend(void);

@@ -213,6 +213,19 @@ static void cuda_destroy(tile_ctx *ctx) {
 
 static const char *cuda_device_name(tile_ctx *ctx) { return state(ctx) ? state(ctx)->name : "cuda"; }
 
+/* Hopper's own features (wgmma, compiled for sm_90a) on an sm_90 device
+ * unless TILEC_WGMMA=0: the bf16 matmul runs at 636 TFLOP/s on them against
+ * 323 on mma.sync (H200, 2026-12-02; docs/performance.md) */
+static bool use_wgmma(const CudaState *s) {
+    const char *wg = getenv("TILEC_WGMMA");
+    return s->arch == 90 && !(wg && strcmp(wg, "0") == 0);
+}
+
+static const char *cuda_codegen_tag(tile_ctx *ctx) {
+    const CudaState *s = state(ctx);
+    return s && use_wgmma(s) ? "wgmma" : "mma.sync";
+}
+
 /* ---- the disk cache (disk_cache.h, kind "cuda") -------------------------------------- */
 
 static void cuda_cache_warn(void *user, const char *path, const char *why) {
@@ -244,11 +257,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     const IrFunc *f = k->ir;
     Diag d;
     diag_init(&d, k->module->name, k->module->source);
-    /* Hopper's own features (wgmma, compiled for sm_90a) on an sm_90 device
-     * unless TILEC_WGMMA=0: the bf16 matmul runs at 636 TFLOP/s on them
-     * against 323 on mma.sync (H200, 2026-12-02; docs/performance.md) */
-    const char *wg = getenv("TILEC_WGMMA");
-    CudaEmitOptions opt = {0, flags, 1, s->arch == 90 && !(wg && strcmp(wg, "0") == 0)};
+    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s)};
     CudaKernelCode code;
     if (cuda_emit(f, &opt, &code, &d) != 0) {
         tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", f->name, diag_text(&d));
@@ -569,6 +578,7 @@ static const tile_backend_ops cuda_ops = {
     cuda_event_record,
     cuda_event_elapsed_ms,
     cuda_event_destroy,
+    cuda_codegen_tag,
 };
 
 const tile_backend_ops *tile_cuda_backend(void) { return &cuda_ops; }

@@ -10,7 +10,7 @@
  *
  * The winner is stored in the runtime's disk cache (disk_cache.h), kind
  * "tune", under the key
- *     <kernel>|<source hash>|<backend>:<device>|<shape class>|<fixed>
+ *     <kernel>|<source hash>|<backend>:<device>[:<codegen tag>]|<shape class>|<fixed>
  * with a small text payload:
  *     tilec-tune 2
  *     ms <median time, %a>
@@ -356,8 +356,9 @@ static void ts_printf(TuneStr *b, const char *fmt, ...) {
 static void tune_make_key(Tuner *t, const tile_const *fixed, int nfixed, const tile_arg *args, int nargs) {
     TuneStr b = {&t->arena, NULL, 0, 0};
     const char *backend = t->ctx->ops->name ? t->ctx->ops->name : "?";
-    ts_printf(&b, "%s|%016llx|%s:%s|", t->kernel, (unsigned long long)t->mod->source_hash, backend,
-              tile_ctx_device_name(t->ctx));
+    const char *tag = t->ctx->ops->codegen_tag ? t->ctx->ops->codegen_tag(t->ctx) : NULL;
+    ts_printf(&b, "%s|%016llx|%s:%s%s%s|", t->kernel, (unsigned long long)t->mod->source_hash, backend,
+              tile_ctx_device_name(t->ctx), tag ? ":" : "", tag ? tag : "");
     for (int i = 0; i < nargs; i++) {
         const tile_arg *a = &args[i];
         if (i) ts_printf(&b, ",");
