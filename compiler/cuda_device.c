@@ -259,6 +259,7 @@ const char cuda_device_header[] =
     "TILE_DEV void tile_wgmma_fence() { asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\"); }\n"
     "/* no instruction: the register's value is opaque to the compiler from here on */\n"
     "TILE_DEV void tile_wgmma_fence_operand(float &x) { asm volatile(\"\" : \"+f\"(x)); }\n"
+    "TILE_DEV void tile_wgmma_fence_operand(unsigned &x) { asm volatile(\"\" : \"+r\"(x)); }\n"
     "TILE_DEV void tile_wgmma_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\"); }\n"
     "TILE_DEV void tile_wgmma_wait0() { asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\"); }\n"
     "TILE_DEV void tile_wgmma_wait1() { asm volatile(\"wgmma.wait_group.sync.aligned 1;\" ::: \"memory\"); }\n"

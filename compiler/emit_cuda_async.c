@@ -590,10 +590,26 @@ static bool may_skip_products(const IrBlock *blk, bool inner) {
 /* Do the loop's wgmma products read only buffers of its pipeline?  Only then
  * may a batch stay in flight into the next iteration: a buffer copied where
  * its load stands would be overwritten under it. */
+/* Where the async buffers would end with the pipeline's loads at `stages`
+ * stages each, allocated as async_alloc does (alignment included). */
+static int64_t pipe_top(Emitter *E, int stages) {
+    int64_t top = E->async_top;
+    for (int j = 0; j < E->pipe.n; j++) {
+        int lv = E->pipe.loads[j]->result;
+        int64_t align = E->async_swizzle[lv] ? SWIZZLE_ALIGN : 128;
+        top = (top + align - 1) / align * align + stages * tile_bytes(E, lv);
+    }
+    return top;
+}
+
+/* Every wgmma product of the loop's body reads both operands from this
+ * pipeline's buffers (so its batch may stay in flight): none with A from
+ * registers, which must be waited for before those registers change. */
 static bool wgmma_operands_piped(Emitter *E, const IrOp *loop) {
     for (int k = 0; k < loop->body->nops; k++) {
         const IrOp *o = loop->body->ops[k];
         if (o->op != OP_MMA || E->wgmma_split[o->result] < 0) continue;
+        if (ce_wgmma_reads_registers(E, o)) return false;
         for (int w = 0; w < 2; w++) {
             int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
             bool piped = false;
@@ -611,7 +627,6 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     if (ce_vdt(E, loop->result) == DT_U64) return false;
     for (int v = 0; v < E->f->nvalues; v++) E->pipe_chain[v] = false;
     int stages = 0;
-    int64_t bytes = 0;
     bool mma_loop = contains_mma(loop->body);
     /* register-read loads ride the pipeline all together or not at all */
     int64_t rb_max = E->readback_max_bytes >= 0 ? E->readback_max_bytes : READBACK_MAX_BYTES;
@@ -650,7 +665,6 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         }
         int want = o->latency > 0 ? o->latency + 1 : 3;
         if (want > stages) stages = want;
-        bytes += tile_bytes(E, o->result);
         E->pipe.readback[E->pipe.n] = !direct;
         E->pipe.loads[E->pipe.n++] = o;
     }
@@ -668,8 +682,8 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     if (wg && stages < WGMMA_MIN_STAGES) stages = WGMMA_MIN_STAGES;
     if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
     if (outer) stages = 2;   /* one iteration ahead is enough (above) */
-    while (stages > 2 && E->async_top + stages * bytes > budget) stages--;
-    if (!E->pipe.n || E->async_top + stages * bytes > budget) {
+    while (stages > 2 && pipe_top(E, stages) > budget) stages--;
+    if (!E->pipe.n || pipe_top(E, stages) > budget) {
         E->pipe.n = 0;
         return false;
     }
@@ -708,7 +722,15 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
 }
 
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
-    if (pipelined && E->pipe.wgmma_inflight) ce_out(E, "tile_wgmma_wait0();   /* the last batch of products */");
+    if (pipelined && E->pipe.wgmma_inflight) {
+        ce_out(E, "tile_wgmma_wait0();   /* the last batch of products */");
+        /* their accumulators hold the results only now: no read of them may
+         * move above the wait (ptxas would serialize every product, C7514) */
+        for (int l = 0; l < E->f->nlocals; l++)
+            if (E->local_wgmma[l] && E->local_lay[l] >= 0)
+                for (int r = 0; r < ce_nregs(E, E->local_lay[l]); r++)
+                    ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, ce_fmt_str(E, "l%d", l), E->local_lay[l], r));
+    }
     if (pipelined) {
         ce_out(E, "tile_cp_async_wait_all();");
         ce_out(E, "__syncthreads();");

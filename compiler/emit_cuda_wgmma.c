@@ -2,17 +2,19 @@
  * (wgmma.mma_async, sm_90a), for kernels compiled for sm_90a
  * (CudaEmitOptions.target_sm90a).
  *
- * An mma goes to wgmma when (the plan, ce_wgmma_plan):
- *   - its operands are f16 or bf16 (one dtype), its result f32 or f16, all
- *     three 2-D, M % 64 == 0, N % 8 == 0, K % 16 == 0;
+ * An mma goes to wgmma when (the plan, ce_wgmma_plan) its operands are f16
+ * or bf16 (one dtype), its result f32 or f16, all three 2-D, K % 16 == 0,
+ * the block has 4 warps or a multiple (whole warp groups), and either
  *   - both operands come through cp.async (emit_cuda_async.c): wgmma reads
- *     them from shared memory itself, so registers hold only the accumulator;
- *   - its accumulator meets no other mma (emit_cuda_plan.c's groups), since
- *     its result has a layout of its own (lay_wgmma) that an mma.sync partner
- *     would convert through shared memory;
- *   - the block has 4 warps or a multiple (whole warp groups), and the warp
- *     groups can split the M x N tile into 64-row chunks and at most 256
- *     columns each.
+ *     them from shared memory itself, so registers hold only the
+ *     accumulator; M % 64 == 0, the warp groups split the M x N tile into
+ *     64-row chunks and at most 256 columns each; and its accumulator meets
+ *     no other mma (emit_cuda_plan.c's groups), since its result then has a
+ *     layout of its own (lay_wgmma) that an mma.sync partner would convert
+ *     through shared memory; or
+ *   - A is in registers as the plan's mma fragments with every warp on 16
+ *     rows of M (plan_reg_a), B comes through cp.async, N <= 256: the
+ *     layouts are mma.sync's, so it meets other products freely.
  * Its operand tiles are then copied, instead of into padded rows, into one
  * of wgmma's canonical layouts (swizzle_width): swizzled, the widest of 128,
  * 64 or 32 bytes that the tile's rows split into (its 16-byte pieces
@@ -33,8 +35,13 @@
  * every operand (emit_cuda_async.c) the batch stays in flight until the next
  * iteration's products are issued (wait_group 1): the pipeline refills a
  * buffer one iteration later than it would for mma.sync.  Otherwise the
- * batch is waited for at once.  The copies' writers fence the async proxy
- * before the barrier that publishes a buffer.
+ * batch is waited for at once (always with A from registers, which the
+ * products read until they are done), and its accumulator registers are
+ * made opaque to the compiler there, so that nothing reads them earlier.
+ * Registers written by ordinary instructions (A's packed fragments) are
+ * written before the wgmma.fence that orders them before the products.  The
+ * copies' writers fence the async proxy before the barrier that publishes a
+ * buffer.
  *
  * The runtime compiles for sm_90a on an sm_90 device unless TILEC_WGMMA=0.
  * Prefix: ce_wgmma_. */
@@ -278,6 +285,17 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
         ce_out(E, "const unsigned wa0 = wa + %s, wb0 = wb + %s;", group_offset(E, &sa, "m0"), group_offset(E, &sb, "n0"));
     } else {
         ce_out(E, "const unsigned wb0 = tile_smem_addr(%s) + %s;", b->base, group_offset(E, &sb, "n0"));
+        /* A's fragments packed before the fence below, which must order every
+         * ordinary write of a register wgmma reads (lay_mma_a, unpermuted:
+         * word q of k step s packs registers 8s + 2q and 8s + 2q + 1) */
+        ce_out(E, "unsigned fa[%d][4];", K / 16);
+        for (int ks = 0; ks < K / 16; ks++)
+            for (int q = 0; q < 4; q++) {
+                int lo = ks * 8 + 2 * q;
+                ce_out(E, "fa[%d][%d] = (unsigned)%s | ((unsigned)%s << 16);", ks, q, ce_reg(E, areg, a_lay, lo),
+                       ce_reg(E, areg, a_lay, lo + 1));
+                ce_out(E, "tile_wgmma_fence_operand(fa[%d][%d]);", ks, q);
+            }
     }
     ce_out(E, "tile_wgmma_fence();");
     for (int mc = 0; mc < chunks; mc++)
@@ -301,20 +319,13 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
                 ce_out(E, "    : \"l\"(tile_wgmma_desc(wa0 + %lld, %lld, %lld, %d)), \"l\"(%s), \"r\"(1));", ao, a_lbo, a_sbo,
                        layout_code(&sa), bdesc);
             } else {
-                /* A's fragment of this k step from its registers (lay_mma_a,
-                 * unpermuted: a_i packs registers 2i and 2i + 1 of the step) */
-                const char *fa[4];
-                for (int q = 0; q < 4; q++) {
-                    int lo = (k0 / 16) * 8 + 2 * q;
-                    fa[q] = ce_fmt_str(E, "(unsigned)%s | ((unsigned)%s << 16)", ce_reg(E, areg, a_lay, lo),
-                                       ce_reg(E, areg, a_lay, lo + 1));
-                }
                 ce_out(E, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; \"", in + 5);
                 ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %d; }\"",
                        cols, ty, ty, list.p, in, in + 1, in + 2, in + 3, in + 4, b->kmajor ? 0 : 1);
                 ce_out(E, "    : %s", regs.p);
-                ce_out(E, "    : \"r\"(%s), \"r\"(%s), \"r\"(%s), \"r\"(%s), \"l\"(%s), \"r\"(1));", fa[0], fa[1], fa[2], fa[3],
-                       bdesc);
+                int ks = k0 / 16;
+                ce_out(E, "    : \"r\"(fa[%d][0]), \"r\"(fa[%d][1]), \"r\"(fa[%d][2]), \"r\"(fa[%d][3]), \"l\"(%s), \"r\"(1));", ks, ks,
+                       ks, ks, bdesc);
             }
             free(regs.p);
             free(list.p);
@@ -327,7 +338,12 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
     for (int k = 0; inplace && E->pipe.loop && E->pipe.wgmma_inflight && k < E->pipe.loop->body->nops; k++)
         top_level |= E->pipe.loop->body->ops[k] == op;
     if (top_level) ce_out(E, "tile_wgmma_wait1();   /* the previous iteration's batch is done, this one runs on */");
-    else ce_out(E, "tile_wgmma_wait0();");
+    else {
+        ce_out(E, "tile_wgmma_wait0();");
+        /* the results are in the registers only now: no read of them may be
+         * moved above the wait */
+        for (int r = 0; r < chunks * cols / 2; r++) ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, d, lay, r));
+    }
     E->indent--;
     ce_out(E, "}");
 }

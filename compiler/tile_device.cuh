@@ -253,6 +253,7 @@ TILE_DEV unsigned long long tile_wgmma_desc(unsigned addr, unsigned lbo, unsigne
 TILE_DEV void tile_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 /* no instruction: the register's value is opaque to the compiler from here on */
 TILE_DEV void tile_wgmma_fence_operand(float &x) { asm volatile("" : "+f"(x)); }
+TILE_DEV void tile_wgmma_fence_operand(unsigned &x) { asm volatile("" : "+r"(x)); }
 TILE_DEV void tile_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 TILE_DEV void tile_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
 TILE_DEV void tile_wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
