@@ -952,7 +952,15 @@ static void emit_elementwise(Emitter *E, const IrOp *op) {
     const char *name = ce_fresh(E, "v");
     ce_set_val(E, op->result, name, lay);
     ce_decl(E, t->dtype, name, lay);
-    for (int r = 0; r < ce_nregs(E, lay); r++) {
+    int n = ce_nregs(E, lay);
+    bool pairs = op->op == OP_CAST && E->opt_packed_cvt && n % 2 == 0 && ce_vdt(E, op->args[0]) == DT_F32 &&
+                 (t->dtype == DT_BF16 || t->dtype == DT_F16);
+    for (int r = 0; r < n; r += pairs ? 2 : 1) {
+        if (pairs) {
+            ce_out(E, "tile_f32x2_%s(%s, %s, %s, %s);", t->dtype == DT_BF16 ? "bf16" : "f16", opreg(E, op->args[0], lay, r),
+                   opreg(E, op->args[0], lay, r + 1), ce_reg(E, name, lay, r), ce_reg(E, name, lay, r + 1));
+            continue;
+        }
         const char *regs[3];
         for (int a = 0; a < op->nargs && a < 3; a++) regs[a] = opreg(E, op->args[a], lay, r);
         ce_out(E, "%s = %s;", ce_reg(E, name, lay, r), ce_ew_expr(E, op, regs));
@@ -1647,6 +1655,11 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     /* TILEC_NO_REMAT=1: convert through shared memory as before remat existed
      * (to measure what it gives; docs/performance.md) */
     E.opt_remat = !ce_env_flag("TILEC_NO_REMAT");
+    /* TILEC_PACKED_CVT=1: f32 -> 16-bit casts in pairs (cvt.rn.bf16x2.f32).
+     * Off until measured: with it, ptxas compiled a 16-bit-result wgmma matmul
+     * without serializing its products (C7514), which the scalar cvt causes
+     * (nvcc 13.0, docs/performance.md); not yet run on a GPU. */
+    E.opt_packed_cvt = ce_env_flag("TILEC_PACKED_CVT");
     /* TILEC_OUTER_PIPE=1: loops that hold loops get a pipeline too (to
      * measure what the rule in ce_async_loop_begin saves) */
     E.opt_outer_pipe = ce_env_flag("TILEC_OUTER_PIPE");

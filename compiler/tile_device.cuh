@@ -26,6 +26,20 @@ TILE_DEV unsigned short tile_f32_f16(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
     return r;
 }
+/* two at once, as one packed instruction (same rounding): the input named
+ * hi goes to the upper half of the packed result */
+TILE_DEV void tile_f32x2_bf16(float lo, float hi, unsigned short &rlo, unsigned short &rhi) {
+    unsigned p;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(hi), "f"(lo));
+    rlo = (unsigned short)p;
+    rhi = (unsigned short)(p >> 16);
+}
+TILE_DEV void tile_f32x2_f16(float lo, float hi, unsigned short &rlo, unsigned short &rhi) {
+    unsigned p;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(hi), "f"(lo));
+    rlo = (unsigned short)p;
+    rhi = (unsigned short)(p >> 16);
+}
 TILE_DEV unsigned short tile_f64_f16(double f) {
     unsigned short r;
     asm("cvt.rn.f16.f64 %0, %1;" : "=h"(r) : "d"(f));
