@@ -105,6 +105,16 @@ bool ce_env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+void ce_each_mma(Emitter *E, const IrBlock *blk, void (*visit)(Emitter *E, const IrOp *mma)) {
+    if (!blk) return;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        ce_each_mma(E, o->body, visit);
+        ce_each_mma(E, o->else_body, visit);
+        if (o->op == OP_MMA) visit(E, o);
+    }
+}
+
 void ce_need_smem(Emitter *E, int64_t bytes) {
     if (bytes > E->smem_bytes) E->smem_bytes = (int)bytes;
 }

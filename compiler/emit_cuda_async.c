@@ -31,7 +31,8 @@
  * pipeline, copies only STAGES - 2 iterations ahead: each iteration's batch
  * of products stays in flight until the next iteration has issued its own,
  * so the buffer a batch reads is refilled one iteration later.  The operand
- * buffers of such products hold core matrices, not padded rows (copy_dst).
+ * buffers of wgmma products hold wgmma's layouts (swizzled rows, or core
+ * matrices), not padded rows (copy_dst).
  *
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,
@@ -194,27 +195,21 @@ static int async_pitch(int cols, int size, int which, int col_dim) {
     return cols + ((target - cols % 32) % 32 + 32) % 32;
 }
 
-static void mark_block(Emitter *E, const IrBlock *blk) {
-    if (!blk) return;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        mark_block(E, o->body);
-        mark_block(E, o->else_body);
-        if (o->op != OP_MMA) continue;
-        const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
-        if (rt->rank != 2 || !ce_mma_on_tensor_cores(at, bt, rt)) continue;
-        for (int w = 0; w < 2; w++) {
-            const IrOp *ops[16];
-            int n = chain_of(E, o->args[w], ops, 16), col_dim;
-            bool round;
-            if (!n || !chain_geometry(E, ops, n, &col_dim, &round)) continue;
-            int lv = ops[0]->result, row, col;
-            const Type *lt = ce_vtype(E, lv);
-            load_axes(ops[0], lt, &row, &col);
-            E->async_kind[lv] = ASYNC_LOAD;
-            E->async_pitch[lv] = async_pitch(lt->shape[col], ce_regsize(lt->dtype), w, col_dim);
-            for (int k = 1; k < n; k++) E->async_kind[ops[k]->result] = ASYNC_VIEW;
-        }
+/* The loads that reach mma `o`'s operands through views and casts: async. */
+static void mark_operands(Emitter *E, const IrOp *o) {
+    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
+    if (rt->rank != 2 || !ce_mma_on_tensor_cores(at, bt, rt)) return;
+    for (int w = 0; w < 2; w++) {
+        const IrOp *ops[16];
+        int n = chain_of(E, o->args[w], ops, 16), col_dim;
+        bool round;
+        if (!n || !chain_geometry(E, ops, n, &col_dim, &round)) continue;
+        int lv = ops[0]->result, row, col;
+        const Type *lt = ce_vtype(E, lv);
+        load_axes(ops[0], lt, &row, &col);
+        E->async_kind[lv] = ASYNC_LOAD;
+        E->async_pitch[lv] = async_pitch(lt->shape[col], ce_regsize(lt->dtype), w, col_dim);
+        for (int k = 1; k < n; k++) E->async_kind[ops[k]->result] = ASYNC_VIEW;
     }
 }
 
@@ -239,7 +234,7 @@ void ce_async_analyse(Emitter *E) {
         E->async_stages[i] = 0;
     }
     count_uses(E, E->f->body);
-    mark_block(E, E->f->body);
+    ce_each_mma(E, E->f->body, mark_operands);
 }
 
 bool ce_async_is_view(Emitter *E, int v) { return v >= 0 && E->async_kind && E->async_kind[v] == ASYNC_VIEW; }
@@ -708,9 +703,9 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     int S = E->pipe.stages, L = E->pipe.lookahead;
     ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", L - 1);
-    bool core = false;
-    for (int j = 0; j < E->pipe.n; j++) core |= E->async_core[E->pipe.loads[j]->result];
-    if (core) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma */");
+    bool wgmma_reads = false;
+    for (int j = 0; j < E->pipe.n; j++) wgmma_reads |= E->async_core[E->pipe.loads[j]->result];
+    if (wgmma_reads) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma */");
     if (E->pipe.wgmma_inflight)
         ce_out(E, "__syncthreads();             /* ... for every thread; the buffer of two iterations ago is free */");
     else

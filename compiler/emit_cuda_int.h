@@ -119,6 +119,9 @@ void ce_fail(Emitter *E, const IrOp *op, const char *fmt, ...) __attribute__((fo
 void ce_need_smem(Emitter *E, int64_t bytes);
 /* An experiment knob of the environment is set (to anything but "" or "0"). */
 bool ce_env_flag(const char *name);
+/* Calls visit on every MMA of blk, nested blocks first (the analyses that
+ * mark an mma's operands: emit_cuda_async.c, emit_cuda_wgmma.c). */
+void ce_each_mma(Emitter *E, const IrBlock *blk, void (*visit)(Emitter *E, const IrOp *mma));
 const char *ce_ctype(DType t);
 const char *ce_mtype(DType t);
 int ce_regsize(DType t);

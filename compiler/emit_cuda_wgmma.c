@@ -64,6 +64,12 @@ static bool choose_split(Emitter *E, int M, int N, int *wgm, int *wgn) {
     return cols >= 8 && cols % 8 == 0 && cols <= 256 && (cols << *wgn) == N && chunks * cols / 2 <= WGMMA_MAX_ACC_REGS;
 }
 
+/* The cp.async load operand `v` is read from (through views), or -1. */
+static int operand_load(Emitter *E, int v) {
+    int cd, lv = ce_async_operand_load(E, v, &cd);
+    return lv >= 0 && ce_async_is_load(E, lv) ? lv : -1;
+}
+
 /* A product whose A the plan reads from registers (emit_cuda_plan.c) with
  * every warp on 16 rows of M: wgmma takes A from registers too, in the same
  * fragments (a warp's 16 rows, mma.sync's m16n8k16 A layout, unpermuted),
@@ -74,13 +80,12 @@ static bool choose_split(Emitter *E, int M, int N, int *wgm, int *wgn) {
  * per warp. */
 static bool plan_reg_a(Emitter *E, const IrOp *o, int *wgm) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]);
-    int M = at->shape[0], K = at->shape[1], N = bt->shape[1], wmb, wnb, cd;
+    int M = at->shape[0], K = at->shape[1], N = bt->shape[1], wmb, wnb;
     if (!ce_plan_reg_a(E, o) || ce_plan_kperm(E, o) || E->warpbits < 2) return false;
     ce_plan_split(E, o, &wmb, &wnb);
     if (wnb != 0 || wmb != E->warpbits || M != 16 << E->warpbits || K % 16) return false;
     if (N % 8 || N > 256 || N / 2 > WGMMA_MAX_ACC_REGS) return false;
-    int lb = ce_async_operand_load(E, o->args[1], &cd);
-    if (lb < 0 || !ce_async_is_load(E, lb)) return false;
+    if (operand_load(E, o->args[1]) < 0) return false;
     *wgm = E->warpbits - 2;
     return true;
 }
@@ -99,9 +104,7 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
     if (!E->mma_alone || !E->mma_alone[o->result]) return false;
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
     if (M % 64 || K % 16 || !choose_split(E, M, N, &wgm, &wgn)) return false;
-    int cd;
-    int la = ce_async_operand_load(E, o->args[0], &cd), lb = ce_async_operand_load(E, o->args[1], &cd);
-    if (la < 0 || lb < 0 || !ce_async_is_load(E, la) || !ce_async_is_load(E, lb)) return false;
+    if (operand_load(E, o->args[0]) < 0 || operand_load(E, o->args[1]) < 0) return false;
     E->wgmma_split[o->result] = (signed char)(wgm | wgn << 4);
     return true;
 }
@@ -127,21 +130,17 @@ static int swizzle_width(Emitter *E, const IrOp *o, int w, int cd) {
     return 0;
 }
 
-static void plan_block(Emitter *E, const IrBlock *blk) {
-    if (!blk) return;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        plan_block(E, o->body);
-        plan_block(E, o->else_body);
-        if (o->op != OP_MMA || !plan_mma(E, o)) continue;
-        for (int w = E->wgmma_reg_a[o->result] ? 1 : 0; w < 2; w++) {
-            int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
-            E->async_core[lv] = true;
-            E->async_swizzle[lv] = (short)(E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd));
-            E->swizzled |= E->async_swizzle[lv] != 0;
-            /* elements per stored row: wgmma's layouts have no padding */
-            E->async_pitch[lv] = ce_vtype(E, o->args[w])->shape[cd];
-        }
+/* Mma `o` on wgmma if it qualifies: its shared-memory operands' buffers
+ * take wgmma's layouts. */
+static void plan_operands(Emitter *E, const IrOp *o) {
+    if (!plan_mma(E, o)) return;
+    for (int w = E->wgmma_reg_a[o->result] ? 1 : 0; w < 2; w++) {
+        int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
+        E->async_core[lv] = true;
+        E->async_swizzle[lv] = (short)(E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd));
+        E->swizzled |= E->async_swizzle[lv] != 0;
+        /* elements per stored row: wgmma's layouts have no padding */
+        E->async_pitch[lv] = ce_vtype(E, o->args[w])->shape[cd];
     }
 }
 
@@ -154,7 +153,7 @@ void ce_wgmma_plan(Emitter *E) {
     E->local_wgmma = ARENA_ARRAY(&E->mem, bool, E->f->nlocals + 1);
     for (int i = 0; i <= E->f->nlocals; i++) E->local_wgmma[i] = false;
     if (!E->opt_wgmma) return;
-    plan_block(E, E->f->body);
+    ce_each_mma(E, E->f->body, plan_operands);
 }
 
 int ce_wgmma_layout(Emitter *E, const IrOp *op) {
