@@ -282,8 +282,14 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
     if (a) {
         ce_out(E, "const unsigned wa = tile_smem_addr(%s), wb = tile_smem_addr(%s);", a->base, b->base);
         ce_out(E, "const unsigned wa0 = wa + %s, wb0 = wb + %s;", group_offset(E, &sa, "m0"), group_offset(E, &sb, "n0"));
+        ce_out(E, "const unsigned long long da0 = tile_wgmma_desc(wa0, %lld, %lld, %d);", a_lbo, a_sbo, layout_code(&sa));
     } else {
         ce_out(E, "const unsigned wb0 = tile_smem_addr(%s) + %s;", b->base, group_offset(E, &sb, "n0"));
+    }
+    /* each piece's descriptor is the base's plus its offset (tile_wgmma_desc_at):
+     * one add instead of masks and shifts of a new address per product */
+    ce_out(E, "const unsigned long long db0 = tile_wgmma_desc(wb0, %lld, %lld, %d);", b_lbo, b_sbo, layout_code(&sb));
+    if (!a) {
         /* A's fragments packed before the fence below, which must order every
          * ordinary write of a register wgmma reads (lay_mma_a, unpermuted:
          * word q of k step s packs registers 8s + 2q and 8s + 2q + 1) */
@@ -306,7 +312,7 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
                     ce_buf_printf(&regs, "%s\"+f\"(%s)", j || c ? ", " : "", ce_reg(E, d, lay, 4 * (mc * nb + j) + c));
             Buf list = {0};
             for (int r = 0; r < cols / 2; r++) ce_buf_printf(&list, "%s%%%d", r ? ", " : "", r);
-            const char *bdesc = ce_fmt_str(E, "tile_wgmma_desc(wb0 + %lld, %lld, %lld, %d)", bo, b_lbo, b_sbo, layout_code(&sb));
+            const char *bdesc = ce_fmt_str(E, "tile_wgmma_desc_at(db0, %lld)", bo);
             int in = cols / 2;   /* the first input operand's number */
             if (a) {
                 long long ao = operand_offset(&sa, 64 * mc, k0);
@@ -315,8 +321,7 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
                 ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, p, 1, 1, %d, %d; }\"", cols, ty,
                        ty, list.p, in, in + 1, a->kmajor ? 0 : 1, b->kmajor ? 0 : 1);
                 ce_out(E, "    : %s", regs.p);
-                ce_out(E, "    : \"l\"(tile_wgmma_desc(wa0 + %lld, %lld, %lld, %d)), \"l\"(%s), \"r\"(1));", ao, a_lbo, a_sbo,
-                       layout_code(&sa), bdesc);
+                ce_out(E, "    : \"l\"(tile_wgmma_desc_at(da0, %lld)), \"l\"(%s), \"r\"(1));", ao, bdesc);
             } else {
                 ce_out(E, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; \"", in + 5);
                 ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %d; }\"",

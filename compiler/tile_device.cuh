@@ -263,6 +263,12 @@ TILE_DEV unsigned long long tile_wgmma_desc(unsigned addr, unsigned lbo, unsigne
     return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)((lbo & 0x3FFFFu) >> 4) << 16 |
            (unsigned long long)((sbo & 0x3FFFFu) >> 4) << 32 | (unsigned long long)(layout & 3) << 62;
 }
+/* the descriptor of the piece `off` bytes (a multiple of 16) further on: only
+ * the start address field changes, and it cannot carry out (shared memory
+ * addresses stay below 2^18), so one 32-bit add replaces a new descriptor */
+TILE_DEV unsigned long long tile_wgmma_desc_at(unsigned long long desc, unsigned off) {
+    return (unsigned long long)(unsigned)(desc >> 32) << 32 | (unsigned)((unsigned)desc + (off >> 4));
+}
 /* the accumulator registers were written by ordinary instructions: order them before the next wgmma */
 TILE_DEV void tile_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 /* no instruction: the register's value is opaque to the compiler from here on */
