@@ -1700,6 +1700,14 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     }
     ce_async_analyse(&E);
     ce_plan(&E);
+    /* a local read as a register operand starts in the layout it is wanted in
+     * (its stores were wanted in it too); emit_local_set still widens it if
+     * a stored value is made otherwise */
+    for (int i = 0; i < f->nlocals; i++)
+        if (E.local_want && E.local_want[i] >= 0) {
+            const Layout *w = ce_lay(&E, E.local_want[i]);
+            if (w->nbits == lay_log2(type_numel(&f->locals[i].type)) && lay_full(w)) E.local_lay[i] = E.local_want[i];
+        }
     ce_wgmma_plan(&E);
     emit_passes(&E);
     if (E.errors) {

@@ -92,6 +92,7 @@ typedef struct Emitter {
     bool *mma_reg_a;          /* mma result: its A operand is read from registers */
     bool *mma_kperm;          /* ... with each k step's columns permuted (lay_mma_a) */
     int *want;                /* layout the value should be made in; -1 none */
+    int *local_want;          /* per local: the layout its reads are wanted in; -1 none */
     bool *mma_alone;          /* mma result: no other mma's result meets its accumulator */
     /* wgmma (emit_cuda_wgmma.c) */
     signed char *wgmma_split; /* per mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */

@@ -116,8 +116,24 @@ static void collect(Plan *P, const IrBlock *blk, int depth) {
 
 /* ---- wants ------------------------------------------------------------------ */
 
+static void push_want(Emitter *E, int id, int lay, int depth);
+
+/* Every value stored into local `l` in block `blk` (and the blocks it holds)
+ * is wanted in `lay`. */
+static void push_local_stores(Emitter *E, const IrBlock *blk, int l, int lay, int depth) {
+    if (!blk) return;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o->op == OP_LOCAL_SET && o->local == l) push_want(E, o->args[0], lay, depth + 1);
+        push_local_stores(E, o->body, l, lay, depth);
+        push_local_stores(E, o->else_body, l, lay, depth);
+    }
+}
+
 /* Value `id` should be made in layout `lay` (same shape); its operands in
- * what that asks of them.  The first want of a value holds. */
+ * what that asks of them.  The first want of a value holds.  Through a
+ * local (a `var` assigned in branches, say): the local and every value
+ * stored into it, so that the local is born in the layout too. */
 static void push_want(Emitter *E, int id, int lay, int depth) {
     if (id < 0 || depth > 64 || E->want[id] >= 0) return;
     if (type_numel(ce_vtype(E, id)) == 1) return;   /* a broadcast register */
@@ -125,7 +141,11 @@ static void push_want(Emitter *E, int id, int lay, int depth) {
     const IrOp *d = E->f->values[id].def;
     if (!d) return;
     const Layout W = *ce_lay(E, lay);
-    if (ir_op_is_elementwise(d->op)) {
+    if (d->op == OP_LOCAL_GET) {
+        if (E->local_want[d->local] >= 0) return;
+        E->local_want[d->local] = lay;
+        push_local_stores(E, E->f->body, d->local, lay, depth);
+    } else if (ir_op_is_elementwise(d->op)) {
         for (int a = 0; a < d->nargs; a++) push_want(E, d->args[a], lay, depth + 1);
     } else if (d->op == OP_RESHAPE) {
         const Type *xt = ce_vtype(E, d->args[0]);
@@ -249,6 +269,8 @@ void ce_plan(Emitter *E) {
     E->mma_reg_a = ARENA_ARRAY(&E->mem, bool, f->nvalues + 1);
     E->mma_kperm = ARENA_ARRAY(&E->mem, bool, f->nvalues + 1);
     E->want = ARENA_ARRAY(&E->mem, int, f->nvalues + 1);
+    E->local_want = ARENA_ARRAY(&E->mem, int, f->nlocals + 1);
+    for (int i = 0; i < f->nlocals; i++) E->local_want[i] = -1;
     E->mma_alone = ARENA_ARRAY(&E->mem, bool, f->nvalues + 1);
     for (int i = 0; i < f->nvalues; i++)
         E->mma_split[i] = -1, E->mma_reg_a[i] = E->mma_kperm[i] = E->mma_alone[i] = false, E->want[i] = -1;
