@@ -43,7 +43,7 @@ static const char usage_text[] =
     "           --block-k-out N (tokens per causal step of kernel 3, up to --block-m)\n"
     "           --heads-per-block N (kernel 3 on N heads of a group per block; bf16/f16 inputs)\n"
     "           --seq-heads N (kernel 3 on up to N heads of a group per block, one after another:\n"
-    "           C_m is read and the block's fixed cost paid once; default 4 on large bf16 runs)\n"
+    "           C_m is read and the block's fixed cost paid once; default 4 on large 16-bit runs)\n"
     "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
     "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
     "           --scores separate|fused (kernel 3's C Bᵀ scores: computed once per group by a\n"
