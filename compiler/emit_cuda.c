@@ -1666,9 +1666,10 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * (to measure what it gives; docs/performance.md) */
     E.opt_remat = !ce_env_flag("TILEC_NO_REMAT");
     /* TILEC_PACKED_CVT=1: f32 -> 16-bit casts in pairs (cvt.rn.bf16x2.f32).
-     * Off until measured: with it, ptxas compiled a 16-bit-result wgmma matmul
-     * without serializing its products (C7514), which the scalar cvt causes
-     * (nvcc 13.0, docs/performance.md); not yet run on a GPU. */
+     * With it, ptxas compiles a 16-bit-result wgmma matmul without serializing
+     * its products (C7514), which the scalar cvt causes (nvcc 13.0).  Opt-in:
+     * on the H200 every GPU test passes with it, and Mamba-2 did not change
+     * (docs/performance.md); matmul_f16 has not been timed. */
     E.opt_packed_cvt = ce_env_flag("TILEC_PACKED_CVT");
     /* TILEC_OUTER_PIPE=1: loops that hold loops get a pipeline too (to
      * measure what the rule in ce_async_loop_begin saves) */
