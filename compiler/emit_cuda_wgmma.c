@@ -178,6 +178,17 @@ static const IrBlock *block_of(const IrBlock *blk, const IrOp *op, int *at) {
     return NULL;
 }
 
+/* How many reads and writes of local `l` block `blk` holds, nested blocks included. */
+static int local_accesses(const IrBlock *blk, int l) {
+    int n = 0;
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        n += (o->op == OP_LOCAL_GET || o->op == OP_LOCAL_SET) && o->local == l;
+        n += local_accesses(o->body, l) + local_accesses(o->else_body, l);
+    }
+    return n;
+}
+
 const char *ce_wgmma_inplace(Emitter *E, const IrOp *op, int lay) {
     const IrOp *get = E->f->values[op->args[2]].def;
     if (!get || get->op != OP_LOCAL_GET || E->local_lay[get->local] < 0) return NULL;
@@ -335,12 +346,17 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
             free(list.p);
         }
     ce_out(E, "tile_wgmma_commit();");
-    /* in flight only into the local's own registers, which nothing reads
-     * before the next products, and only directly in the body of the loop
-     * whose pipeline allows it */
+    /* in flight only into the local's own registers, only directly in the
+     * body of the loop whose pipeline allows it, and only when nothing else in
+     * that loop reads or writes the local: a read of its registers before the
+     * next batch's wait is undefined (ptxas would inject a wait, C7517) */
     bool top_level = false;
     for (int k = 0; inplace && E->pipe.loop && E->pipe.wgmma_inflight && k < E->pipe.loop->body->nops; k++)
         top_level |= E->pipe.loop->body->ops[k] == op;
+    if (top_level) {
+        const IrOp *get = E->f->values[op->args[2]].def;
+        top_level = local_accesses(E->pipe.loop->body, get->local) == 2;   /* this product's read and write */
+    }
     if (top_level) ce_out(E, "tile_wgmma_wait1();   /* the previous iteration's batch is done, this one runs on */");
     else {
         ce_out(E, "tile_wgmma_wait0();");
