@@ -2,9 +2,10 @@
 // mma.sync, on this GPU: operands already in registers, nothing loaded, 8
 // independent accumulators per warp so that no product waits for the one
 // before.  bf16 m16n8k16 and tf32 m16n8k8, f32 accumulators, at 4 to 16 warps
-// per SM.  Prints TFLOP/s.  It bounds what any mma.sync matmul can reach
-// (issue 3 aims at 60% of cuBLAS with mma.sync): compare with bench_gpu's
-// matmul rows, TILEC_WGMMA=0.
+// per SM.  Prints TFLOP/s (the events include the launch: about 4% at 4
+// warps).  It bounds what any mma.sync matmul can reach (issue 3 aims at 60%
+// of cuBLAS with mma.sync): compare with bench_gpu's matmul rows,
+// TILEC_WGMMA=0.
 //   nvcc -arch=sm_90 -O2 -o /tmp/mma_sync_peak bench/gpu/mma_sync_peak.cu && /tmp/mma_sync_peak
 #include <cstdio>
 
@@ -55,7 +56,10 @@ int main() {
   printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
   for (int tf32 = 0; tf32 <= 1; tf32++) {
     for (int warps = 4; warps <= 16; warps *= 2) {
-      const int blocks = prop.multiProcessorCount * 2, threads = warps * 16;   // two blocks per SM
+      // two blocks per SM of warps / 2 warps each (warps * 32 / 2 threads):
+      // `warps` warps per SM if the scheduler spreads them evenly (if not, the
+      // figure comes out low, never high)
+      const int blocks = prop.multiProcessorCount * 2, threads = warps * 16;
       float best = 1e30f;
       for (int rep = 0; rep < 6; rep++) {   // the first is the warm-up
         cudaEventRecord(e0);
@@ -63,6 +67,11 @@ int main() {
         else peak<0><<<blocks, threads>>>(out, 0);
         cudaEventRecord(e1);
         cudaEventSynchronize(e1);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess) {
+          printf("CUDA error: %s\n", cudaGetErrorString(err));
+          return 1;
+        }
         float ms;
         cudaEventElapsedTime(&ms, e0, e1);
         if (rep > 0 && ms < best) best = ms;
@@ -71,11 +80,6 @@ int main() {
       const double flops = 2.0 * 16 * 8 * k * kAcc * kIters * (threads / 32) * (double)blocks;
       printf("mma.sync %-4s %2d warps/SM: %7.1f TFLOP/s\n", tf32 ? "tf32" : "bf16", warps, flops / best / 1e9);
     }
-  }
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    printf("CUDA error: %s\n", cudaGetErrorString(err));
-    return 1;
   }
   return 0;
 }
