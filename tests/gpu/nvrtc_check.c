@@ -160,12 +160,19 @@ int main(int argc, char **argv) {
                  * to ...": slow, not wrong; said on the line (tests that need it
                  * absent grep for it), NVRTC_CHECK_LOG=1 prints the whole log */
                 bool serialized = bin.log && strstr(bin.log, "serialized");
+                /* "(C7517) warpgroup.wait is injected ... to allow use of registers
+                 * defined by GMMA": the code read a product's registers before
+                 * waiting for it, and ptxas made it wait; the emitter should not
+                 * leave that to ptxas */
+                bool injected = bin.log && strstr(bin.log, "warpgroup.wait is injected");
                 if (getenv("NVRTC_CHECK_LOG") && bin.log) printf("%s\n", bin.log);
-                printf("%-28s %-22s %s regs=%-3d spills=%d/%d stack=%d smem=%d threads=%d mma=%s %.0f ms%s%s%s\n", path,
+                printf("%-28s %-22s %s regs=%-3d spills=%d/%d stack=%d smem=%d threads=%d mma=%s %.0f ms%s%s%s%s\n", path,
                        k->name, variant ? "plain" : "vec16", res.registers, res.spill_stores, res.spill_loads,
                        res.stack_frame, code.smem_bytes, code.threads,
                        !has_mma ? "no" : code.sm90a ? "wgmma" : "yes", bin.compile_ms,
-                       serialized ? "  (wgmma serialized by ptxas)" : "", problem ? "  FAIL: " : "", problem ? problem : "");
+                       serialized ? "  (wgmma serialized by ptxas)" : "",
+                       injected ? "  (wgmma wait injected by ptxas)" : "", problem ? "  FAIL: " : "",
+                       problem ? problem : "");
                 if (problem) failures++;
                 cuda_binary_free(&bin);
                 cuda_code_free(&code);
