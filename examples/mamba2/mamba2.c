@@ -364,18 +364,20 @@ static int const_of(const tile_const *c, int n, const char *name, int dflt) {
     return dflt;
 }
 
-/* Large 16-bit runs (H200, same-run A/B; docs/performance.md): 16384 blocks
- * or more of 64 rows at one head per block.  There compute_out computes its
- * own scores and walks about 4 heads of a group per block, one after another
- * (SEQ_HEADS): (8, 4096, 80, 64, 128, 1, 256) bf16 compute_out 1.26 -> 1.21
- * ms (2026-12-01), plus no scores kernel; (2, 16384, 80, ...) 1.27 -> 1.21;
- * with dstate 64 and 8 groups (5 heads) 1.10 -> 0.98; f16 inputs with their
- * f32 states 1.414 -> 1.204 (2026-12-02, 253 registers at 2 blocks per SM, no
- * spills; bf16 inputs with f32 states 1.411 -> 1.201; both with D per head, the
- * only skip term that gives f32 states 2 blocks per SM: run_plan).  Smaller runs keep one head per block (1.7-2% slower at (1, 4096,
- * 80) and (8, 2048, 24) with 2), as do f32 inputs (7% slower) and f16 inputs
- * with bf16 states, where the head loop spills (they convert the bf16 states
- * in registers; ptxas, NVRTC 13.0). */
+/* Large 16-bit runs (H200, same-run A/B; docs/performance.md): 16384 blocks or
+ * more of 64 rows at one head per block. There compute_out computes its own
+ * scores and walks about 4 heads of a group per block, one after another
+ * (SEQ_HEADS): (8, 4096, 80, 64, 128, 1, 256) bf16 compute_out 1.26 -> 1.21 ms
+ * (2026-12-01), plus no scores kernel; (2, 16384, 80, ...) 1.27 -> 1.21; with
+ * dstate 64 and 8 groups (5 heads) 1.10 -> 0.98; f16 inputs with their f32
+ * states 1.414 -> 1.204 (2026-12-02, 253 registers at 2 blocks per SM, no
+ * spills; bf16 inputs with f32 states 1.411 -> 1.201; both with D per head,
+ * the only skip term that gives f32 states 2 blocks per SM: run_plan). Smaller
+ * runs keep one head per block (1.7-2% slower at (1, 4096, 80) and (8, 2048,
+ * 24) with 2), as do f32 inputs (7% slower) and f16 inputs with bf16 states,
+ * where the head loop spills (they convert the bf16 states in registers;
+ * ptxas, NVRTC 13.0).
+ */
 static int large_16bit_run(const M2Options *o, int batch, int heads, int nchunks, int chunk) {
     const int kernel_fits = o->dtype == TILE_BF16 || (o->dtype == TILE_F16 && o->state_dtype != TILE_BF16);
     return kernel_fits && !o->carry_tf32 && o->heads_per_block <= 1 &&
