@@ -1704,11 +1704,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     /* a local read as a register operand starts in the layout it is wanted in
      * (its stores were wanted in it too); emit_local_set still widens it if
      * a stored value is made otherwise */
-    for (int i = 0; i < f->nlocals; i++)
-        if (E.local_want && E.local_want[i] >= 0) {
-            const Layout *w = ce_lay(&E, E.local_want[i]);
-            if (w->nbits == lay_log2(type_numel(&f->locals[i].type)) && lay_full(w)) E.local_lay[i] = E.local_want[i];
-        }
+    for (int i = 0; i < f->nlocals; i++) E.local_lay[i] = ce_plan_local_layout(&E, i, E.local_lay[i]);
     ce_wgmma_plan(&E);
     emit_passes(&E);
     if (E.errors) {

@@ -250,11 +250,16 @@ static int64_t tile_bytes(Emitter *E, int lv) {
     return ((int64_t)tile_rows(t, row) * E->async_pitch[lv] * ce_regsize(t->dtype) + 127) / 128 * 128;
 }
 
-/* Room for load `lv`'s buffers: `bytes` at 128-byte alignment, or the
- * swizzle's (tile_async itself is aligned so, emit_cuda.c). */
-static int64_t async_alloc(Emitter *E, int lv, int64_t bytes) {
+/* Where load `lv`'s buffers may start at or after byte `top`: at 128-byte
+ * alignment, or the swizzle's (tile_async itself is aligned so, emit_cuda.c). */
+static int64_t buffer_start(const Emitter *E, int lv, int64_t top) {
     int64_t align = E->async_swizzle[lv] ? SWIZZLE_ALIGN : 128;
-    int64_t off = (E->async_top + align - 1) / align * align;
+    return (top + align - 1) / align * align;
+}
+
+/* Room for load `lv`'s buffers, `bytes` of them. */
+static int64_t async_alloc(Emitter *E, int lv, int64_t bytes) {
+    int64_t off = buffer_start(E, lv, E->async_top);
     E->async_top = off + bytes;
     if (E->async_top > E->async_peak) E->async_peak = E->async_top;
     return off;
@@ -582,24 +587,22 @@ static bool may_skip_products(const IrBlock *blk, bool inner) {
     return false;
 }
 
-/* Do the loop's wgmma products read only buffers of its pipeline?  Only then
- * may a batch stay in flight into the next iteration: a buffer copied where
- * its load stands would be overwritten under it. */
 /* Where the async buffers would end with the pipeline's loads at `stages`
- * stages each, allocated as async_alloc does (alignment included). */
+ * stages each, allocated as async_alloc does. */
 static int64_t pipe_top(Emitter *E, int stages) {
     int64_t top = E->async_top;
     for (int j = 0; j < E->pipe.n; j++) {
         int lv = E->pipe.loads[j]->result;
-        int64_t align = E->async_swizzle[lv] ? SWIZZLE_ALIGN : 128;
-        top = (top + align - 1) / align * align + stages * tile_bytes(E, lv);
+        top = buffer_start(E, lv, top) + stages * tile_bytes(E, lv);
     }
     return top;
 }
 
 /* Every wgmma product of the loop's body reads both operands from this
- * pipeline's buffers (so its batch may stay in flight): none with A from
- * registers, which must be waited for before those registers change. */
+ * pipeline's buffers, so its batch may stay in flight into the next
+ * iteration (a buffer copied where its load stands would be overwritten
+ * under it): none with A from registers, which must be waited for before
+ * those registers change. */
 static bool wgmma_operands_piped(Emitter *E, const IrOp *loop) {
     for (int k = 0; k < loop->body->nops; k++) {
         const IrOp *o = loop->body->ops[k];

@@ -230,6 +230,8 @@ bool ce_plan_reg_a(Emitter *E, const IrOp *mma);
 bool ce_plan_kperm(Emitter *E, const IrOp *mma);
 /* The layout value `id` should be made in: its want, else `fallback`. */
 int ce_plan_layout(Emitter *E, int id, int fallback);
+/* The layout local `l` should start in: the want of its reads, else `fallback`. */
+int ce_plan_local_layout(Emitter *E, int l, int fallback);
 
 /* For view op `op` (permute, broadcast): the result bit position each operand
  * bit lands on, and the operand bit each result bit comes from (-1: none). */

@@ -161,10 +161,21 @@ static void push_want(Emitter *E, int id, int lay, int depth) {
     /* loads, arange and the rest: made in `lay` where they stand */
 }
 
+/* Want `lay` if it can hold a tile of type `t` (every element, once), else fallback. */
+static int usable_want(Emitter *E, int lay, const Type *t, int fallback) {
+    if (lay < 0) return fallback;
+    const Layout *w = ce_lay(E, lay);
+    return w->nbits == lay_log2(type_numel(t)) && lay_full(w) ? lay : fallback;
+}
+
 int ce_plan_layout(Emitter *E, int id, int fallback) {
-    if (!E->want || id < 0 || E->want[id] < 0) return fallback;
-    const Layout *w = ce_lay(E, E->want[id]);
-    return w->nbits == lay_log2(type_numel(ce_vtype(E, id))) && lay_full(w) ? E->want[id] : fallback;
+    if (!E->want || id < 0) return fallback;
+    return usable_want(E, E->want[id], ce_vtype(E, id), fallback);
+}
+
+int ce_plan_local_layout(Emitter *E, int l, int fallback) {
+    if (!E->local_want) return fallback;
+    return usable_want(E, E->local_want[l], &E->f->locals[l].type, fallback);
 }
 
 /* ---- the plan ------------------------------------------------------------------ */
