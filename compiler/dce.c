@@ -27,24 +27,13 @@ static void count_uses(IrFunc *f, IrOp *op, void *ctx) {
     if (op->op == OP_LOCAL_GET && op->local >= 0 && op->local < f->nlocals) D->reads[op->local]++;
 }
 
-static bool has_effect(const IrOp *op) {
-    switch (op->op) {
-    case OP_STORE: case OP_SCATTER: case OP_ATOMIC_ADD: case OP_ATOMIC_MAX: case OP_ATOMIC_MIN:
-    case OP_FOR: case OP_LOOP: case OP_IF: case OP_BREAK: case OP_CONTINUE: case OP_RETURN:
-    case OP_LOCAL_SET: case OP_PRINT:
-        return true;
-    default:
-        return ir_op_has_side_effects(op);
-    }
-}
-
 static bool block_empty(const IrBlock *b) { return !b || b->nops == 0; }
 
 static bool removable(const Dce *D, const IrOp *op) {
     if (op->op == OP_LOCAL_SET)
         return op->local >= 0 && op->local < D->f->nlocals && (D->reads[op->local] == 0 || !D->live[op->local]);
     if (op->op == OP_IF) return block_empty(op->body) && block_empty(op->else_body);
-    return op->result >= 0 && op->result < D->f->nvalues && D->uses[op->result] == 0 && !has_effect(op);
+    return op->result >= 0 && op->result < D->f->nvalues && D->uses[op->result] == 0 && !ir_op_has_side_effects(op);
 }
 
 /* Walks backwards so a chain of dead ops goes in one sweep. */
@@ -86,7 +75,7 @@ static void collect(IrFunc *f, IrOp *op, void *ctx) {
     Liveness *L = ctx;
     (void)f;
     if (op->op == OP_LOCAL_SET) L->sets[L->nsets++] = op;
-    else if (has_effect(op))   /* a local.set's operand matters only if its local does */
+    else if (ir_op_has_side_effects(op))   /* a local.set's operand matters only if its local does */
         for (int k = 0; k < op->nargs; k++) mark(L, op->args[k]);
 }
 
