@@ -598,16 +598,31 @@ static int64_t pipe_top(Emitter *E, int stages) {
     return top;
 }
 
-/* Every wgmma product of the loop's body reads both operands from this
- * pipeline's buffers, so its batch may stay in flight into the next
- * iteration (a buffer copied where its load stands would be overwritten
- * under it): none with A from registers, which must be waited for before
- * those registers change. */
+/* How many reads and writes of local `l` block `blk` holds, nested blocks included. */
+static int local_accesses(const IrBlock *blk, int l) {
+    int n = 0;
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        n += (o->op == OP_LOCAL_GET || o->op == OP_LOCAL_SET) && o->local == l;
+        n += local_accesses(o->body, l) + local_accesses(o->else_body, l);
+    }
+    return n;
+}
+
+/* May the loop's wgmma batches stay in flight into the next iteration?
+ * Every product of its body must read both operands from this pipeline's
+ * buffers (a buffer copied where its load stands would be overwritten under
+ * it), none with A from registers (those must be waited for before they
+ * change), and an accumulator local must be touched by nothing else in the
+ * loop than its product's read and write (a read of registers a product may
+ * still write is undefined: ptxas injected a wait, C7517). */
 static bool wgmma_operands_piped(Emitter *E, const IrOp *loop) {
     for (int k = 0; k < loop->body->nops; k++) {
         const IrOp *o = loop->body->ops[k];
         if (o->op != OP_MMA || E->wgmma_split[o->result] < 0) continue;
         if (ce_wgmma_reads_registers(E, o)) return false;
+        const IrOp *c = E->f->values[o->args[2]].def;
+        if (c && c->op == OP_LOCAL_GET && local_accesses(loop->body, c->local) != 2) return false;
         for (int w = 0; w < 2; w++) {
             int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
             bool piped = false;

@@ -32,7 +32,8 @@
  * 16-deep k step, commit.  When the accumulator is a loop-carried local it is
  * the local's own registers (ce_wgmma_inplace: copies in and out would make
  * ptxas serialize the products), and in a pipelined loop whose copies feed
- * every operand (emit_cuda_async.c) the batch stays in flight until the next
+ * every operand (emit_cuda_async.c), and nothing else in the loop reads or
+ * writes its accumulator local, the batch stays in flight until the next
  * iteration's products are issued (wait_group 1): the pipeline refills a
  * buffer one iteration later than it would for mma.sync.  Otherwise the
  * batch is waited for at once (always with A from registers, which the
@@ -176,17 +177,6 @@ static const IrBlock *block_of(const IrBlock *blk, const IrOp *op, int *at) {
         if (b) return b;
     }
     return NULL;
-}
-
-/* How many reads and writes of local `l` block `blk` holds, nested blocks included. */
-static int local_accesses(const IrBlock *blk, int l) {
-    int n = 0;
-    for (int i = 0; blk && i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        n += (o->op == OP_LOCAL_GET || o->op == OP_LOCAL_SET) && o->local == l;
-        n += local_accesses(o->body, l) + local_accesses(o->else_body, l);
-    }
-    return n;
 }
 
 const char *ce_wgmma_inplace(Emitter *E, const IrOp *op, int lay) {
@@ -346,17 +336,12 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
             free(list.p);
         }
     ce_out(E, "tile_wgmma_commit();");
-    /* in flight only into the local's own registers, only directly in the
-     * body of the loop whose pipeline allows it, and only when nothing else in
-     * that loop reads or writes the local: a read of its registers before the
-     * next batch's wait is undefined (ptxas would inject a wait, C7517) */
+    /* in flight only into the local's own registers, and only directly in
+     * the body of the loop whose pipeline allows it (which also makes sure
+     * nothing else in the loop touches the local: wgmma_operands_piped) */
     bool top_level = false;
     for (int k = 0; inplace && E->pipe.loop && E->pipe.wgmma_inflight && k < E->pipe.loop->body->nops; k++)
         top_level |= E->pipe.loop->body->ops[k] == op;
-    if (top_level) {
-        const IrOp *get = E->f->values[op->args[2]].def;
-        top_level = local_accesses(E->pipe.loop->body, get->local) == 2;   /* this product's read and write */
-    }
     if (top_level) ce_out(E, "tile_wgmma_wait1();   /* the previous iteration's batch is done, this one runs on */");
     else {
         ce_out(E, "tile_wgmma_wait0();");
