@@ -401,19 +401,12 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         ce_fail(E, op, "internal: a wgmma product without its operands where the plan put them");
         return;
     }
-    if (wg_lay >= 0) {
-        lay = wg_lay;
-        if (wg_reg_a) {
-            int wmb, wnb;
-            ce_plan_split(E, op, &wmb, &wnb);
-            Layout fl = lay_mma_a(at, wmb, wnb, true, false);
-            a_lay = ce_lay_add(E, &fl);
-        }
-    } else if (tensor) {
+    if (tensor) {
         int wmb, wnb;
         ce_plan_split(E, op, &wmb, &wnb);
         Layout l = lay_mma(t, wmb, wnb);
-        lay = ce_lay_add(E, &l);
+        lay = wg_lay >= 0 ? wg_lay : ce_lay_add(E, &l);
+        /* (on wgmma too: 16-bit and unpermuted, the check above) */
         if (reg_a) {
             Layout fl = lay_mma_a(at, wmb, wnb, ce_is_half(adt), ce_plan_kperm(E, op));
             a_lay = ce_lay_add(E, &fl);
