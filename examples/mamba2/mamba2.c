@@ -43,7 +43,8 @@ static const char usage_text[] =
     "           --block-k-out N (tokens per causal step of kernel 3, up to --block-m)\n"
     "           --heads-per-block N (kernel 3 on N heads of a group per block; bf16/f16 inputs)\n"
     "           --seq-heads N (kernel 3 on up to N heads of a group per block, one after another:\n"
-    "           C_m is read and the block's fixed cost paid once; default 4 on large 16-bit runs)\n"
+    "           C_m is read and the block's fixed cost paid once; default 4 on large 16-bit runs\n"
+    "           where it fits in registers: README.md)\n"
     "           --carry tf32 (kernel 3's carried-state product in tf32, reading f32 states as\n"
     "           they are; bf16/f16 inputs; default: in the inputs' dtype)\n"
     "           --scores separate|fused (kernel 3's C Bᵀ scores: computed once per group by a\n"
@@ -603,10 +604,11 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     if (o->occupancy_state) plan_const(p, K_STATE, "occupancy", o->occupancy_state, 1);
     if (o->heads_state > 1) plan_const(p, K_STATE, "HEADS", o->heads_state, 1);
 
-    /* f32 states: only where they get 2 blocks per SM (fused_occupancy): at 3,
-     * with the skip term after the loop or none, the head loop spills 60-76
-     * bytes (ptxas, NVRTC 13.0), and one head per block does not */
-    const int seq_fits = sdt != TILE_F32 || fused_occupancy == 2;
+    /* f32 states: only where the plan asks for 2 blocks per SM (the fused
+     * defaults with a per-head D, or --occupancy-out 2): at 3, with the skip
+     * term after the loop or none, the head loop spills 60-76 bytes (ptxas,
+     * NVRTC 13.0), and one head per block does not */
+    const int seq_fits = sdt != TILE_F32 || occupancy_out == 2;
     const int seq_heads = heads > 1                                                  ? 1
                           : o->seq_heads                                              ? o->seq_heads
                           : fused && seq_fits && large_16bit_run(o, Bt, H, nchunks, Q) ? default_seq_heads(H / G)
