@@ -24,7 +24,7 @@
  * bytes, those of one 8-row group side by side; 8 consecutive threads copy
  * the 8 rows of one).  The swizzle is what makes wgmma pay: with core
  * matrices a warp's copies read half lines, doubling L2 requests, and the
- * matmul ran at 212 TFLOP/s, bound by them; swizzled, 636 (H200,
+ * matmul ran at 212 TFLOP/s, bound by them; swizzled, 637 (H200,
  * docs/performance.md).  A descriptor gives
  * each instruction its 64 x 16 slice of A and 16 x N slice of B, in either
  * orientation (K-major, or M- / N-major with the instruction's transpose
