@@ -1684,6 +1684,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * what keeping them in flight gives) */
     E.opt_wgmma_wait0 = ce_env_flag("TILEC_WGMMA_WAIT0");
     E.opt_wgmma_noswizzle = ce_env_flag("TILEC_WGMMA_NOSWIZZLE");
+    E.opt_tf32_truncate = ce_env_flag("TILEC_TF32_TRUNCATE");
     E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);

@@ -32,7 +32,8 @@
  * of products stays in flight until the next iteration has issued its own,
  * so the buffer a batch reads is refilled one iteration later.  The operand
  * buffers of wgmma products hold wgmma's layouts (swizzled rows, or core
- * matrices), not padded rows (copy_dst).
+ * matrices), not padded rows (copy_dst); those of tf32 operands are rounded
+ * in place once they land (emit_round).
  *
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,
@@ -221,10 +222,12 @@ void ce_async_analyse(Emitter *E) {
     E->async_ptr = ARENA_ARRAY(&E->mem, const char *, n);
     E->async_stages = ARENA_ARRAY(&E->mem, int, n);
     E->async_core = ARENA_ARRAY(&E->mem, bool, n);
+    E->async_round = ARENA_ARRAY(&E->mem, bool, n);
     E->async_swizzle = ARENA_ARRAY(&E->mem, short, n);
     E->readback_loop = ARENA_ARRAY(&E->mem, const IrOp *, n);
     for (int i = 0; i < n; i++) {
         E->async_core[i] = false;
+        E->async_round[i] = false;
         E->async_swizzle[i] = 0;
         E->readback_loop[i] = NULL;
         E->nuses[i] = 0;
@@ -341,7 +344,7 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
          * matrices padded to 144 bytes with copies in row order, 2026-12-02).
          * Otherwise consecutive threads take consecutive pieces of a row, so
          * that a warp reads whole 128-byte lines */
-        if (form == FORM_CORE && E->threads % (8 * cpr) == 0)
+        if (form == FORM_CORE && E->threads % (8 * cpr) == 0 && !E->async_round[ld->result])
             ce_out(E, "const int r0 = ((int)threadIdx.x / %d) * 8 + ((int)threadIdx.x & 7), k0 = (((int)threadIdx.x >> 3) %% %d) * %d;",
                 8 * cpr, cpr, ve);
         else
@@ -401,6 +404,29 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "}");
 }
 
+/* Load `ld`'s tile in the buffer at byte offset `dst` rounded to tf32 in
+ * place (async_round), after this thread's copies into it have landed: each
+ * thread rounds the 16-byte pieces it copied itself (issue_copy's piece c =
+ * threadIdx.x + j * threads, on either of its paths), so no barrier is needed
+ * before; the one that publishes the buffer follows. */
+static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
+    const Type *t = ce_vtype(E, ld->result);
+    int s = ce_regsize(t->dtype), row, col;
+    load_axes(ld, t, &row, &col);
+    int cols = t->shape[col], rows = tile_rows(t, row), ve = 16 / s, cpr = cols / ve, total = rows * cpr;
+    ce_out(E, "#pragma unroll");
+    ce_out(E, "for (int j = 0; j < %d; ++j) {   /* rounded to tf32 as the language says; wgmma would truncate */",
+           (total + E->threads - 1) / E->threads);
+    E->indent++;
+    ce_out(E, "const int c = (int)threadIdx.x + j * %d;", E->threads);
+    if (total % E->threads) ce_out(E, "if (c >= %d) break;", total);
+    ce_out(E, "const int r = c / %d, k = (c %% %d) * %d;", cpr, cpr, ve);
+    ce_out(E, "tile_tf32_round_smem16(tile_async + %s + %s);", dst,
+           copy_dst(E, buf_form(E, ld->result), E->async_swizzle[ld->result], "r", "k", rows, cols, E->async_pitch[ld->result], s));
+    E->indent--;
+    ce_out(E, "}");
+}
+
 /* A load of the current block that is not pipelined: one buffer, copied,
  * waited for and made visible where the load stands. */
 static void emit_single(Emitter *E, const IrOp *ld) {
@@ -409,6 +435,7 @@ static void emit_single(Emitter *E, const IrOp *ld) {
     issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off));
     ce_out(E, "tile_cp_async_commit();");
     ce_out(E, "tile_cp_async_wait_all();");
+    if (E->async_round[ld->result]) emit_round(E, ld, ce_fmt_str(E, "%lld", (long long)off));
     if (E->async_core[ld->result]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
     ce_out(E, "__syncthreads();");
     E->scratch_clean = true;
@@ -624,7 +651,8 @@ static bool wgmma_operands_piped(Emitter *E, const IrOp *loop) {
         const IrOp *c = E->f->values[o->args[2]].def;
         if (c && c->op == OP_LOCAL_GET && local_accesses(loop->body, c->local) != 2) return false;
         for (int w = 0; w < 2; w++) {
-            int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
+            bool round;
+            int cd, lv = ce_async_operand_load(E, o->args[w], &cd, &round);
             bool piped = false;
             for (int j = 0; j < E->pipe.n; j++) piped |= E->pipe.loads[j]->result == lv;
             if (!piped) return false;
@@ -722,7 +750,13 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     int S = E->pipe.stages, L = E->pipe.lookahead;
     ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", L - 1);
     bool wgmma_reads = false;
-    for (int j = 0; j < E->pipe.n; j++) wgmma_reads |= E->async_core[E->pipe.loads[j]->result];
+    for (int j = 0; j < E->pipe.n; j++) {
+        int lv = E->pipe.loads[j]->result;
+        wgmma_reads |= E->async_core[lv];
+        if (E->async_round[lv])
+            emit_round(E, E->pipe.loads[j], ce_fmt_str(E, "%lld + (%s_it %% %d) * %lld", (long long)E->pipe.off[j], i, S,
+                                                        (long long)tile_bytes(E, lv)));
+    }
     if (wgmma_reads) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma */");
     if (E->pipe.wgmma_inflight)
         ce_out(E, "__syncthreads();             /* ... for every thread; the buffer of two iterations ago is free */");
@@ -762,11 +796,10 @@ static bool operand_chain(Emitter *E, int id, const IrOp **ops, int *n, int *col
     return *n && chain_geometry(E, ops, *n, col_dim, round);
 }
 
-int ce_async_operand_load(Emitter *E, int id, int *col_dim) {
+int ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round) {
     const IrOp *ops[16];
     int n;
-    bool round;
-    if (!operand_chain(E, id, ops, &n, col_dim, &round) || round) return -1;
+    if (!operand_chain(E, id, ops, &n, col_dim, round)) return -1;
     return ops[0]->result;
 }
 

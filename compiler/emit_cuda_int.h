@@ -98,12 +98,15 @@ typedef struct Emitter {
     signed char *wgmma_split; /* per mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
     bool *wgmma_reg_a;        /* per mma result on wgmma: A read from registers (fragments), not shared memory */
     bool *async_core;         /* per async load: its buffer is in a wgmma layout, not padded rows */
+    bool *async_round;        /* ... its f32 elements rounded to tf32 in shared memory once they land (wgmma reads them so) */
     short *async_swizzle;     /* ... that layout: rows of 32, 64 or 128 bytes, their 16-byte pieces
                                * permuted (the swizzle of that width); 0: no-swizzle core matrices */
     bool swizzled;            /* some buffer is swizzled: shared memory aligned to SWIZZLE_ALIGN */
     bool opt_wgmma;           /* CudaEmitOptions.target_sm90a */
     bool opt_wgmma_wait0;     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
     bool opt_wgmma_noswizzle; /* TILEC_WGMMA_NOSWIZZLE: core matrices only (for measurements) */
+    bool opt_tf32_truncate;   /* TILEC_TF32_TRUNCATE: tf32 wgmma operands not rounded in shared memory
+                               * (wgmma truncates them; for measurements) */
     bool opt_wgmma_noreg;     /* TILEC_WGMMA_NOREG: no wgmma with A from registers (for measurements) */
     bool used_wgmma;
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
@@ -187,7 +190,7 @@ typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across 
 void ce_async_analyse(Emitter *E);
 /* The async load whose tile operand `id` of an mma is (through views), or
  * -1; *col_dim: the operand dimension contiguous in shared memory. */
-int  ce_async_operand_load(Emitter *E, int id, int *col_dim);
+int  ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round);
 /* emit_cuda_wgmma.c: Hopper's warpgroup mma */
 void ce_wgmma_plan(Emitter *E);
 /* The products of an mma marked by the plan (operands in wgmma's shared-memory

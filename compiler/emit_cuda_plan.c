@@ -227,7 +227,8 @@ static bool from_mma(Plan *P, int id) {
 /* Permute A's k-step columns (lay_mma_a)?  When A comes from loads, not from
  * an mma's accumulator (which already lies as the unpermuted fragments), and
  * B's rows can be read in that order: ldmatrix.trans takes any row order, a
- * K-major B read by ldmatrix does not; tf32 fragments are read one by one. */
+ * K-major B read by ldmatrix does not; tf32 fragments are read one by one,
+ * but a K-major tf32 B may go to wgmma (sm_90a), which reads it unpermuted. */
 static bool kperm_choice(Plan *P, const IrOp *o) {
     Emitter *E = P->E;
     if (ce_env_flag("TILEC_NO_KPERM")) return false;
@@ -235,7 +236,8 @@ static bool kperm_choice(Plan *P, const IrOp *o) {
      * tf32 A's permuted (the accumulator's two columns per thread are consecutive) */
     if (from_mma(P, o->args[0])) return !ce_is_half(ce_vdt(E, o->args[0]));
     bool kmajor = false;
-    if (ce_vdt(E, o->args[1]) != DT_TF32 && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
+    bool rows_in_order = ce_vdt(E, o->args[1]) != DT_TF32 || (E->opt_wgmma && !E->opt_wgmma_noreg);
+    if (rows_in_order && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
     return true;
 }
 

@@ -2,8 +2,10 @@
  * (wgmma.mma_async, sm_90a), for kernels compiled for sm_90a
  * (CudaEmitOptions.target_sm90a).
  *
- * An mma goes to wgmma when (the plan, ce_wgmma_plan) its operands are f16
- * or bf16 (one dtype), its result f32 or f16, all three 2-D, K % 16 == 0,
+ * An mma goes to wgmma when (the plan, ce_wgmma_plan) its operands are f16,
+ * bf16 or tf32 (one dtype), its result f32 or f16, all three 2-D, K a
+ * multiple of the instruction's (16; 8 for tf32), tf32 operands in shared
+ * memory K-major (the only orientation wgmma reads 32-bit operands in),
  * the block has 4 warps or a multiple (whole warp groups), and either
  *   - both operands come through cp.async (emit_cuda_async.c): wgmma reads
  *     them from shared memory itself, so registers hold only the
@@ -39,6 +41,13 @@
  * batch is waited for at once (always with A from registers, which the
  * products read until they are done), and its accumulator registers are
  * made opaque to the compiler there, so that nothing reads them earlier.
+ * tf32 operands: wgmma reads shared memory as it lies and drops each f32's
+ * low 13 bits (round toward zero), where the language rounds to nearest
+ * (cvt.rna, as the interpreter and mma.sync fragment reads do); so their
+ * buffers are rounded in place once they land (emit_cuda_async.c's
+ * emit_round).  That costs shared-memory bandwidth: the 8192^3 NT matmul ran
+ * at 195 TFLOP/s rounded, 325 with TILEC_TF32_TRUNCATE=1 (no rounding, error
+ * against cuBLAS 7.8e-4 instead of 1e-5; H200, docs/performance.md).
  * Registers written by ordinary instructions (A's packed fragments) are
  * written before the wgmma.fence that orders them before the products.  The
  * copies' writers fence the async proxy before the barrier that publishes a
@@ -65,11 +74,19 @@ static bool choose_split(Emitter *E, int M, int N, int *wgm, int *wgn) {
     return cols >= 8 && cols % 8 == 0 && cols <= 256 && (cols << *wgn) == N && chunks * cols / 2 <= WGMMA_MAX_ACC_REGS;
 }
 
-/* The cp.async load operand `v` is read from (through views), or -1. */
-static int operand_load(Emitter *E, int v) {
-    int cd, lv = ce_async_operand_load(E, v, &cd);
-    return lv >= 0 && ce_async_is_load(E, lv) ? lv : -1;
+/* The cp.async load operand `which` (0: A, 1: B) of `o` is read from
+ * (through views), or -1.  A tf32 operand must be K-major: wgmma reads
+ * 32-bit operands from shared memory in no other orientation. */
+static int operand_load(Emitter *E, const IrOp *o, int which) {
+    bool round;
+    int cd, lv = ce_async_operand_load(E, o->args[which], &cd, &round);
+    if (lv < 0 || !ce_async_is_load(E, lv)) return -1;
+    bool kmajor = which == 0 ? cd == 1 : cd == 0;
+    return ce_vdt(E, o->args[which]) == DT_TF32 && !kmajor ? -1 : lv;
 }
+
+/* Elements of K per instruction: 32 bytes of them. */
+static int k_step(DType operand) { return operand == DT_TF32 ? 8 : 16; }
 
 /* A product whose A the plan reads from registers (emit_cuda_plan.c) with
  * every warp on 16 rows of M: wgmma takes A from registers too, in the same
@@ -84,9 +101,9 @@ static bool plan_reg_a(Emitter *E, const IrOp *o, int *wgm) {
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1], wmb, wnb;
     if (!ce_plan_reg_a(E, o) || ce_plan_kperm(E, o) || E->warpbits < 2) return false;
     ce_plan_split(E, o, &wmb, &wnb);
-    if (wnb != 0 || wmb != E->warpbits || M != 16 << E->warpbits || K % 16) return false;
+    if (wnb != 0 || wmb != E->warpbits || M != 16 << E->warpbits || K % k_step(at->dtype)) return false;
     if (N % 8 || N > 256 || N / 2 > WGMMA_MAX_ACC_REGS) return false;
-    if (operand_load(E, o->args[1]) < 0) return false;
+    if (operand_load(E, o, 1) < 0) return false;
     *wgm = E->warpbits - 2;
     return true;
 }
@@ -95,7 +112,7 @@ static bool plan_reg_a(Emitter *E, const IrOp *o, int *wgm) {
 static bool plan_mma(Emitter *E, const IrOp *o) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
     if (at->rank != 2 || bt->rank != 2 || t->rank != 2 || !ce_mma_on_tensor_cores(at, bt, t)) return false;
-    if (!ce_is_half(at->dtype)) return false;
+    if (!ce_is_half(at->dtype) && at->dtype != DT_TF32) return false;
     int wgm, wgn = 0;
     if (!E->opt_wgmma_noreg && plan_reg_a(E, o, &wgm)) {
         E->wgmma_split[o->result] = (signed char)wgm;
@@ -104,8 +121,8 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
     }
     if (!E->mma_alone || !E->mma_alone[o->result]) return false;
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
-    if (M % 64 || K % 16 || !choose_split(E, M, N, &wgm, &wgn)) return false;
-    if (operand_load(E, o->args[0]) < 0 || operand_load(E, o->args[1]) < 0) return false;
+    if (M % 64 || K % k_step(at->dtype) || !choose_split(E, M, N, &wgm, &wgn)) return false;
+    if (operand_load(E, o, 0) < 0 || operand_load(E, o, 1) < 0) return false;
     E->wgmma_split[o->result] = (signed char)(wgm | wgn << 4);
     return true;
 }
@@ -136,8 +153,10 @@ static int swizzle_width(Emitter *E, const IrOp *o, int w, int cd) {
 static void plan_operands(Emitter *E, const IrOp *o) {
     if (!plan_mma(E, o)) return;
     for (int w = E->wgmma_reg_a[o->result] ? 1 : 0; w < 2; w++) {
-        int cd, lv = ce_async_operand_load(E, o->args[w], &cd);
+        bool round;
+        int cd, lv = ce_async_operand_load(E, o->args[w], &cd, &round);
         E->async_core[lv] = true;
+        E->async_round[lv] = round && !E->opt_tf32_truncate;
         E->async_swizzle[lv] = (short)(E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd));
         E->swizzled |= E->async_swizzle[lv] != 0;
         /* elements per stored row: wgmma's layouts have no padding */
@@ -262,9 +281,16 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1], size = ce_regsize(at->dtype);
     int split = E->wgmma_split[op->result], wgm = split & 15, wgn = split >> 4;
     int cols = N >> wgn, chunks = (M / 64) >> wgm, nb = cols / 8;
-    const char *ty = at->dtype == DT_BF16 ? "bf16" : "f16";
+    const char *ty = at->dtype == DT_BF16 ? "bf16" : at->dtype == DT_TF32 ? "tf32" : "f16";
+    int ks = k_step(at->dtype);
+    /* 16-bit operands: either orientation, by the transpose immediates; tf32
+     * has none (K-major only, operand_load) */
+    const char *trans_ab = at->dtype == DT_TF32 ? "" : ce_fmt_str(E, ", %d, %d", a && !a->kmajor, !b->kmajor);
+    const char *trans_b = at->dtype == DT_TF32 ? "" : ce_fmt_str(E, ", %d", !b->kmajor);
     int cda, cdb;
-    int la = a ? ce_async_operand_load(E, op->args[0], &cda) : -1, lb = ce_async_operand_load(E, op->args[1], &cdb);
+    bool round;
+    int la = a ? ce_async_operand_load(E, op->args[0], &cda, &round) : -1;
+    int lb = ce_async_operand_load(E, op->args[1], &cdb, &round);
     /* stored tiles: A as [M][K] (K-major) or [K][M]; B as [N][K] (K-major) or [K][N] */
     Stored sa = {0};
     if (a) sa = (Stored){a->kmajor ? M : K, a->kmajor ? K : M, size, a->kmajor, E->async_swizzle[la]};
@@ -293,19 +319,24 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
     if (!a) {
         /* A's fragments packed before the fence below, which must order every
          * ordinary write of a register wgmma reads (lay_mma_a, unpermuted:
-         * word q of k step s packs registers 8s + 2q and 8s + 2q + 1) */
-        ce_out(E, "unsigned fa[%d][4];", K / 16);
-        for (int ks = 0; ks < K / 16; ks++)
+         * word q of k step s packs registers 8s + 2q and 8s + 2q + 1; tf32:
+         * is register 4s + q, already rounded) */
+        ce_out(E, "unsigned fa[%d][4];", K / ks);
+        for (int s = 0; s < K / ks; s++)
             for (int q = 0; q < 4; q++) {
-                int lo = ks * 8 + 2 * q;
-                ce_out(E, "fa[%d][%d] = (unsigned)%s | ((unsigned)%s << 16);", ks, q, ce_reg(E, areg, a_lay, lo),
-                       ce_reg(E, areg, a_lay, lo + 1));
-                ce_out(E, "tile_wgmma_fence_operand(fa[%d][%d]);", ks, q);
+                if (size == 4) {
+                    ce_out(E, "fa[%d][%d] = __float_as_uint(%s);", s, q, ce_reg(E, areg, a_lay, 4 * s + q));
+                } else {
+                    int lo = s * 8 + 2 * q;
+                    ce_out(E, "fa[%d][%d] = (unsigned)%s | ((unsigned)%s << 16);", s, q, ce_reg(E, areg, a_lay, lo),
+                           ce_reg(E, areg, a_lay, lo + 1));
+                }
+                ce_out(E, "tile_wgmma_fence_operand(fa[%d][%d]);", s, q);
             }
     }
     ce_out(E, "tile_wgmma_fence();");
     for (int mc = 0; mc < chunks; mc++)
-        for (int k0 = 0; k0 < K; k0 += 16) {
+        for (int k0 = 0; k0 < K; k0 += ks) {
             long long bo = operand_offset(&sb, 0, k0);
             Buf regs = {0};
             for (int j = 0; j < nb; j++)
@@ -319,18 +350,18 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
                 long long ao = operand_offset(&sa, 64 * mc, k0);
                 /* scale-d is a predicate: true, the product is added to d */
                 ce_out(E, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; \"", in + 2);
-                ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, %%%d, %%%d, p, 1, 1, %d, %d; }\"", cols, ty,
-                       ty, list.p, in, in + 1, a->kmajor ? 0 : 1, b->kmajor ? 0 : 1);
+                ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, %%%d, %%%d, p, 1, 1%s; }\"", cols, ks, ty,
+                       ty, list.p, in, in + 1, trans_ab);
                 ce_out(E, "    : %s", regs.p);
                 ce_out(E, "    : \"l\"(tile_wgmma_desc_at(da0, %lld)), \"l\"(%s), \"r\"(1));", ao, bdesc);
             } else {
                 ce_out(E, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; \"", in + 5);
-                ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %d; }\"",
-                       cols, ty, ty, list.p, in, in + 1, in + 2, in + 3, in + 4, b->kmajor ? 0 : 1);
+                ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, {%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1%s; }\"",
+                       cols, ks, ty, ty, list.p, in, in + 1, in + 2, in + 3, in + 4, trans_b);
                 ce_out(E, "    : %s", regs.p);
-                int ks = k0 / 16;
-                ce_out(E, "    : \"r\"(fa[%d][0]), \"r\"(fa[%d][1]), \"r\"(fa[%d][2]), \"r\"(fa[%d][3]), \"l\"(%s), \"r\"(1));", ks, ks,
-                       ks, ks, bdesc);
+                int s = k0 / ks;
+                ce_out(E, "    : \"r\"(fa[%d][0]), \"r\"(fa[%d][1]), \"r\"(fa[%d][2]), \"r\"(fa[%d][3]), \"l\"(%s), \"r\"(1));", s, s,
+                       s, s, bdesc);
             }
             free(regs.p);
             free(list.p);

@@ -1,6 +1,8 @@
 /* bench_gpu.c: GPU benchmarks of kernels written in the tile language.
  *   - matmul (examples/matmul.tile) in bf16 and tf32 at 4096^3 and 8192^3
- *     against cuBLAS (cublasGemmEx);
+ *     against cuBLAS (cublasGemmEx), B stored K x N; and tf32 with B stored
+ *     N x K ("nt", a linear layer's weight; wgmma's only tf32 orientation),
+ *     against cuBLAS on the same layout;
  *   - row softmax and layernorm (examples/) against the bandwidth of a
  *     device-to-device copy, on inputs larger than the L2 cache;
  *   - JIT time per kernel: cold (empty cache) and on a disk-cache hit.
@@ -110,7 +112,7 @@ static tile_module *load(tile_ctx *ctx, const char *rel) {
 
 typedef struct Gemm {
     cublasHandle_t h;
-    int n, tf32;
+    int n, tf32, nt;   /* nt: b holds B^T (N x K, row-major) */
     void *a, *b, *c;
 } Gemm;
 
@@ -119,8 +121,9 @@ static void run_cublas(void *p) {
     float one = 1, zero = 0;
     /* row-major C = A B is column-major C^T = B^T A^T */
     cublasStatus_t st;
+    /* nt: column-major C^T = (B^T)^T A^T, B^T's memory read as its column-major transpose */
     if (g->tf32)
-        st = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->b, CUDA_R_32F, g->n, g->a,
+        st = cublasGemmEx(g->h, g->nt ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->b, CUDA_R_32F, g->n, g->a,
                           CUDA_R_32F, g->n, &zero, g->c, CUDA_R_32F, g->n, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
     else
         st = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->b, CUDA_R_16BF, g->n, g->a,
@@ -147,7 +150,7 @@ static double rel_l2(tile_ctx *ctx, const void *x, const void *ref, size_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
+static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32, int nt) {
     tile_module *m = load(ctx, "examples/matmul.tile");
     tile_dtype in = tf32 ? TILE_F32 : TILE_BF16;
     size_t nn = (size_t)n * n;
@@ -156,7 +159,7 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
     int64_t shape[2] = {n, n};
     /* cuBLAS's product, which every configuration's must match (the same
      * inputs and f32 accumulation: only the order of the sums differs) */
-    Gemm g = {h, n, tf32, a, b, ref};
+    Gemm g = {h, n, tf32, nt, a, b, ref};
     run_cublas(&g);
     /* warp tiles 32x64 (8 warps on 128x128) up to 64x64 (4 warps on 128x128, 8 on 128x256);
      * on an sm_90 device the bf16 ones run on wgmma (TILEC_WGMMA=0: mma.sync) */
@@ -169,7 +172,8 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
         tile_const cs[4] = {{"BM", 0, cfgs[i][0], 0}, {"BN", 0, cfgs[i][1], 0}, {"BK", 0, cfgs[i][2], 0},
                             {"num_warps", 0, cfgs[i][3], 0}};
         tile_kernel *k;
-        if (tile_kernel_get(m, tf32 ? "matmul_tf32" : "matmul_bf16", cs, 4, &k) != TILE_OK) {
+        const char *name = nt ? "matmul_nt_tf32" : tf32 ? "matmul_tf32" : "matmul_bf16";
+        if (tile_kernel_get(m, name, cs, 4, &k) != TILE_OK) {
             fprintf(stderr, "config %d: %s\n", (int)i, tile_ctx_last_error(ctx));
             continue;
         }
@@ -182,7 +186,7 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
         double err = rel_l2(ctx, c, ref, nn);
         int ok = err < 1e-3;   /* far below any wrong layout (O(1)), above reordered sums */
         printf("  matmul %s n=%d BM=%d BN=%d BK=%d warps=%d: %.3f ms, %.1f TFLOP/s, rel. L2 vs cuBLAS %.1e%s\n",
-               tf32 ? "tf32" : "bf16", n, cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3], ms,
+               nt ? "tf32nt" : tf32 ? "tf32" : "bf16", n, cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3], ms,
                2.0 * n * (double)nn / ms / 1e9, err, ok ? "" : "  WRONG: not counted");
         if (ok && ms < best_ms) {
             best_ms = ms;
@@ -191,8 +195,8 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32) {
     }
     float cms = time_median(ctx, run_cublas, &g, 2, n >= 8192 ? 5 : 10);
     double tfl = 2.0 * n * (double)nn / best_ms / 1e9, ctfl = 2.0 * n * (double)nn / cms / 1e9;
-    ROW("matmul %-5s %5d^3       %8.3f ms %7.1f TF/s | cuBLAS %8.3f ms %7.1f TF/s | %5.1f%%  (%s)\n",
-        tf32 ? "tf32" : "bf16", n, best_ms, tfl, cms, ctfl, 100.0 * tfl / ctfl, best);
+    ROW("matmul %-6s %5d^3       %8.3f ms %7.1f TF/s | cuBLAS %8.3f ms %7.1f TF/s | %5.1f%%  (%s)\n",
+        nt ? "tf32nt" : tf32 ? "tf32" : "bf16", n, best_ms, tfl, cms, ctfl, 100.0 * tfl / ctfl, best);
     tile_free(ctx, a);
     tile_free(ctx, b);
     tile_free(ctx, c);
@@ -308,8 +312,9 @@ int main(int argc, char **argv) {
     }
     if (!only || strstr(only, "matmul"))
         for (int n = 4096; n <= 8192; n *= 2) {
-            bench_matmul(ctx, h, n, 0);
-            bench_matmul(ctx, h, n, 1);
+            bench_matmul(ctx, h, n, 0, 0);
+            bench_matmul(ctx, h, n, 1, 0);
+            bench_matmul(ctx, h, n, 1, 1);
         }
     cublasDestroy(h);
     tile_ctx_destroy(ctx);
