@@ -26,8 +26,8 @@
  * Other async loads copy, wait and synchronise where they stand.
  *
  * A loop whose body holds a product on wgmma (emit_cuda_wgmma.c) gets at
- * least 4 stages within a larger budget (one block per SM keeps the tensor
- * cores busy), and, when every operand of its wgmma products is on its
+ * least 4 stages (unless a load gives its own `latency`) within a larger
+ * budget (one block per SM keeps the tensor cores busy), and, when every operand of its wgmma products is on its
  * pipeline, copies only STAGES - 2 iterations ahead: each iteration's batch
  * of products stays in flight until the next iteration has issued its own,
  * so the buffer a batch reads is refilled one iteration later.  The operand
@@ -720,7 +720,10 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     }
     /* (the scratch area an earlier pass used shares the block's shared memory) */
     int64_t budget = wg ? WGMMA_ASYNC_BUDGET - E->scratch_hint : ASYNC_BUDGET;
-    if (wg && stages < WGMMA_MIN_STAGES) stages = WGMMA_MIN_STAGES;
+    /* (unless a load asks for its own depth: `latency`) */
+    bool hinted = false;
+    for (int j = 0; j < E->pipe.n; j++) hinted |= E->pipe.loads[j]->latency > 0;
+    if (wg && !hinted && stages < WGMMA_MIN_STAGES) stages = WGMMA_MIN_STAGES;
     if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
     if (outer) stages = 2;   /* one iteration ahead is enough (above) */
     while (stages > 2 && pipe_top(E, stages) > budget) stages--;
