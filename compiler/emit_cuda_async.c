@@ -4,7 +4,7 @@
  * A load is *async* when its tile reaches a tensor-core mma operand through
  * nothing but view ops -- reshapes that add or drop unit axes, permutes, a
  * cast to its own storage (bf16 -> bf16; f32 -> tf32, whose rounding moves to
- * the fragment reads) -- every value of that chain having that one use; when
+ * the fragment reads, or for wgmma to the buffer: emit_round) -- every value of that chain having that one use; when
  * the launch says the array is 16-byte aligned with a unit-stride last axis
  * (CUDA_ARRAY_VEC16) and that axis is one of the tile's two non-unit axes;
  * and when out-of-range elements read as zero.  Its tile never visits
@@ -26,7 +26,7 @@
  * Other async loads copy, wait and synchronise where they stand.
  *
  * A loop whose body holds a product on wgmma (emit_cuda_wgmma.c) gets at
- * least 4 stages (unless a load gives its own `latency`) within a larger
+ * least 4 stages (unless an operand's load gives its `latency`) within a larger
  * budget (one block per SM keeps the tensor cores busy), and, when every operand of its wgmma products is on its
  * pipeline, copies only STAGES - 2 iterations ahead: each iteration's batch
  * of products stays in flight until the next iteration has issued its own,
@@ -651,8 +651,7 @@ static bool wgmma_operands_piped(Emitter *E, const IrOp *loop) {
         const IrOp *c = E->f->values[o->args[2]].def;
         if (c && c->op == OP_LOCAL_GET && local_accesses(loop->body, c->local) != 2) return false;
         for (int w = 0; w < 2; w++) {
-            bool round;
-            int cd, lv = ce_async_operand_load(E, o->args[w], &cd, &round);
+            int cd, lv = ce_async_operand_load(E, o->args[w], &cd, NULL);
             bool piped = false;
             for (int j = 0; j < E->pipe.n; j++) piped |= E->pipe.loads[j]->result == lv;
             if (!piped) return false;
@@ -720,9 +719,9 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     }
     /* (the scratch area an earlier pass used shares the block's shared memory) */
     int64_t budget = wg ? WGMMA_ASYNC_BUDGET - E->scratch_hint : ASYNC_BUDGET;
-    /* (unless a load asks for its own depth: `latency`) */
+    /* (unless a load of a wgmma operand asks for its own depth: `latency`) */
     bool hinted = false;
-    for (int j = 0; j < E->pipe.n; j++) hinted |= E->pipe.loads[j]->latency > 0;
+    for (int j = 0; j < E->pipe.n; j++) hinted |= E->async_core[E->pipe.loads[j]->result] && E->pipe.loads[j]->latency > 0;
     if (wg && !hinted && stages < WGMMA_MIN_STAGES) stages = WGMMA_MIN_STAGES;
     if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
     if (outer) stages = 2;   /* one iteration ahead is enough (above) */
@@ -802,7 +801,9 @@ static bool operand_chain(Emitter *E, int id, const IrOp **ops, int *n, int *col
 int ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round) {
     const IrOp *ops[16];
     int n;
-    if (!operand_chain(E, id, ops, &n, col_dim, round)) return -1;
+    bool rounds;
+    if (!operand_chain(E, id, ops, &n, col_dim, &rounds)) return -1;
+    if (round) *round = rounds;
     return ops[0]->result;
 }
 

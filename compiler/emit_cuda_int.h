@@ -172,6 +172,8 @@ void ce_emit_scan(Emitter *E, const IrOp *op);
 void ce_emit_mma(Emitter *E, const IrOp *op);
 void ce_emit_print(Emitter *E, const IrOp *op);
 bool ce_mma_on_tensor_cores(const Type *a, const Type *b, const Type *result);
+/* Elements of K per tensor-core instruction (32 bytes of them): 8 for tf32, else 16. */
+int  ce_mma_kstep(DType operand);
 /* Memory hazards inside a block: before an access of `arr` that must see (or
  * must not be seen by) another thread's earlier access, a barrier. */
 void ce_mem_access(Emitter *E, int arr, IrMemAccess kind);
@@ -189,7 +191,8 @@ typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across 
 } AsyncLoopState;
 void ce_async_analyse(Emitter *E);
 /* The async load whose tile operand `id` of an mma is (through views), or
- * -1; *col_dim: the operand dimension contiguous in shared memory. */
+ * -1; *col_dim: the operand dimension contiguous in shared memory; *round
+ * (unless NULL): whether a cast to tf32 is on the way. */
 int  ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round);
 /* emit_cuda_wgmma.c: Hopper's warpgroup mma */
 void ce_wgmma_plan(Emitter *E);

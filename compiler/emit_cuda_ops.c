@@ -255,10 +255,12 @@ static void stage_operand(Emitter *E, int id, int64_t base, int ld, bool transpo
 
 /* mma.sync on the tensor cores (else exact FMAs): f16 / bf16 / tf32 operands
  * of one dtype, f32 or f16 result, M, N, K multiples of the instruction's. */
+int ce_mma_kstep(DType operand) { return operand == DT_TF32 ? 8 : 16; }
+
 bool ce_mma_on_tensor_cores(const Type *at, const Type *bt, const Type *t) {
     DType adt = at->dtype;
     int M = at->shape[at->rank - 2], K = at->shape[at->rank - 1], N = bt->shape[bt->rank - 1];
-    int kstep = adt == DT_TF32 ? 8 : 16;
+    int kstep = ce_mma_kstep(adt);
     return adt == bt->dtype && (ce_is_half(adt) || adt == DT_TF32) && (t->dtype == DT_F32 || t->dtype == DT_F16) &&
            M % 16 == 0 && N % 8 == 0 && K % kstep == 0;
 }
@@ -381,7 +383,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     int M = at->shape[at->rank - 2], K = at->shape[at->rank - 1], N = bt->shape[bt->rank - 1];
     int batch = t->rank == 3 ? t->shape[0] : 1;
     bool abatch = at->rank == 3, bbatch = bt->rank == 3;
-    int kstep = adt == DT_TF32 ? 8 : 16;
+    int kstep = ce_mma_kstep(adt);
     bool tensor = ce_mma_on_tensor_cores(at, bt, t);
     /* operands already in shared memory (cp.async) are read where they are */
     SmemOperand oa, ob;
@@ -406,7 +408,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         ce_plan_split(E, op, &wmb, &wnb);
         Layout l = lay_mma(t, wmb, wnb);
         lay = wg_lay >= 0 ? wg_lay : ce_lay_add(E, &l);
-        /* (on wgmma too: 16-bit and unpermuted, the check above) */
+        /* (on wgmma too: unpermuted, the check above) */
         if (reg_a) {
             Layout fl = lay_mma_a(at, wmb, wnb, ce_is_half(adt), ce_plan_kperm(E, op));
             a_lay = ce_lay_add(E, &fl);

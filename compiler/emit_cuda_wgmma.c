@@ -28,10 +28,10 @@
  * matrices a warp's copies read half lines, doubling L2 requests, and the
  * matmul ran at 212 TFLOP/s, bound by them; swizzled, 637 (H200,
  * docs/performance.md).  A descriptor gives
- * each instruction its 64 x 16 slice of A and 16 x N slice of B, in either
- * orientation (K-major, or M- / N-major with the instruction's transpose
- * bit).  At each use: fence the accumulator, one wgmma per 64-row chunk and
- * 16-deep k step, commit.  When the accumulator is a loop-carried local it is
+ * each instruction its 64 x k slice of A and k x N slice of B (k: 32 bytes,
+ * 16 elements or 8 tf32), 16-bit ones in either orientation (K-major, or M- /
+ * N-major with the instruction's transpose bit), tf32 ones K-major.  At each
+ * use: fence the accumulator, one wgmma per 64-row chunk and k step, commit.  When the accumulator is a loop-carried local it is
  * the local's own registers (ce_wgmma_inplace: copies in and out would make
  * ptxas serialize the products), and in a pipelined loop whose copies feed
  * every operand (emit_cuda_async.c), and nothing else in the loop reads or
@@ -45,9 +45,9 @@
  * low 13 bits (round toward zero), where the language rounds to nearest
  * (cvt.rna, as the interpreter and mma.sync fragment reads do); so their
  * buffers are rounded in place once they land (emit_cuda_async.c's
- * emit_round).  That costs shared-memory bandwidth: the 8192^3 NT matmul ran
- * at 195 TFLOP/s rounded, 325 with TILEC_TF32_TRUNCATE=1 (no rounding, error
- * against cuBLAS 7.8e-4 instead of 1e-5; H200, docs/performance.md).
+ * emit_round).  That costs: the 8192^3 NT matmul ran at 195 TFLOP/s rounded,
+ * 325 with TILEC_TF32_TRUNCATE=1 (no rounding, error against cuBLAS 7.8e-4
+ * instead of 1e-5; H200, docs/performance.md, which has the variants tried).
  * Registers written by ordinary instructions (A's packed fragments) are
  * written before the wgmma.fence that orders them before the products.  The
  * copies' writers fence the async proxy before the barrier that publishes a
@@ -78,19 +78,17 @@ static bool choose_split(Emitter *E, int M, int N, int *wgm, int *wgn) {
  * (through views), or -1.  A tf32 operand must be K-major: wgmma reads
  * 32-bit operands from shared memory in no other orientation. */
 static int operand_load(Emitter *E, const IrOp *o, int which) {
-    bool round;
-    int cd, lv = ce_async_operand_load(E, o->args[which], &cd, &round);
+    int cd, lv = ce_async_operand_load(E, o->args[which], &cd, NULL);
+    bool kmajor = false;
     if (lv < 0 || !ce_async_is_load(E, lv)) return -1;
-    bool kmajor = which == 0 ? cd == 1 : cd == 0;
+    ce_async_operand_kmajor(E, o->args[which], which, &kmajor);
     return ce_vdt(E, o->args[which]) == DT_TF32 && !kmajor ? -1 : lv;
 }
 
-/* Elements of K per instruction: 32 bytes of them. */
-static int k_step(DType operand) { return operand == DT_TF32 ? 8 : 16; }
-
 /* A product whose A the plan reads from registers (emit_cuda_plan.c) with
  * every warp on 16 rows of M: wgmma takes A from registers too, in the same
- * fragments (a warp's 16 rows, mma.sync's m16n8k16 A layout, unpermuted),
+ * fragments (a warp's 16 rows, mma.sync's m16n8k16 A layout, or m16n8k8's for
+ * tf32, unpermuted),
  * and leaves its result in mma.sync's accumulator layout for that split
  * (lay_wgmma with the warp groups over M is lay_mma with the warps over M),
  * so it may meet mma.sync products and element-wise work freely.  B comes
@@ -101,7 +99,7 @@ static bool plan_reg_a(Emitter *E, const IrOp *o, int *wgm) {
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1], wmb, wnb;
     if (!ce_plan_reg_a(E, o) || ce_plan_kperm(E, o) || E->warpbits < 2) return false;
     ce_plan_split(E, o, &wmb, &wnb);
-    if (wnb != 0 || wmb != E->warpbits || M != 16 << E->warpbits || K % k_step(at->dtype)) return false;
+    if (wnb != 0 || wmb != E->warpbits || M != 16 << E->warpbits || K % ce_mma_kstep(at->dtype)) return false;
     if (N % 8 || N > 256 || N / 2 > WGMMA_MAX_ACC_REGS) return false;
     if (operand_load(E, o, 1) < 0) return false;
     *wgm = E->warpbits - 2;
@@ -121,7 +119,7 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
     }
     if (!E->mma_alone || !E->mma_alone[o->result]) return false;
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
-    if (M % 64 || K % k_step(at->dtype) || !choose_split(E, M, N, &wgm, &wgn)) return false;
+    if (M % 64 || K % ce_mma_kstep(at->dtype) || !choose_split(E, M, N, &wgm, &wgn)) return false;
     if (operand_load(E, o, 0) < 0 || operand_load(E, o, 1) < 0) return false;
     E->wgmma_split[o->result] = (signed char)(wgm | wgn << 4);
     return true;
@@ -242,7 +240,7 @@ static long long stored_offset(const Stored *st, int r, int c) {
 
 /* The descriptor's two strides.  No swizzle: lbo between core matrices next
  * to each other along K, sbo along M or N.  Swizzled, K-major: sbo between
- * 8-row groups, lbo unused (an instruction's 16 K lie in one panel); M- or
+ * 8-row groups, lbo unused (an instruction's 32 bytes of K lie in one panel); M- or
  * N-major: lbo between panels along M or N, sbo between 8-row groups along K
  * (PTX ISA, wgmma's canonical layouts). */
 static void strides(const Stored *st, long long *lbo, long long *sbo) {
@@ -282,15 +280,14 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
     int split = E->wgmma_split[op->result], wgm = split & 15, wgn = split >> 4;
     int cols = N >> wgn, chunks = (M / 64) >> wgm, nb = cols / 8;
     const char *ty = at->dtype == DT_BF16 ? "bf16" : at->dtype == DT_TF32 ? "tf32" : "f16";
-    int ks = k_step(at->dtype);
+    int ks = ce_mma_kstep(at->dtype);
     /* 16-bit operands: either orientation, by the transpose immediates; tf32
      * has none (K-major only, operand_load) */
     const char *trans_ab = at->dtype == DT_TF32 ? "" : ce_fmt_str(E, ", %d, %d", a && !a->kmajor, !b->kmajor);
     const char *trans_b = at->dtype == DT_TF32 ? "" : ce_fmt_str(E, ", %d", !b->kmajor);
     int cda, cdb;
-    bool round;
-    int la = a ? ce_async_operand_load(E, op->args[0], &cda, &round) : -1;
-    int lb = ce_async_operand_load(E, op->args[1], &cdb, &round);
+    int la = a ? ce_async_operand_load(E, op->args[0], &cda, NULL) : -1;
+    int lb = ce_async_operand_load(E, op->args[1], &cdb, NULL);
     /* stored tiles: A as [M][K] (K-major) or [K][M]; B as [N][K] (K-major) or [K][N] */
     Stored sa = {0};
     if (a) sa = (Stored){a->kmajor ? M : K, a->kmajor ? K : M, size, a->kmajor, E->async_swizzle[la]};
