@@ -3,15 +3,16 @@
  *
  * A load is *async* when its tile reaches a tensor-core mma operand through
  * nothing but view ops -- reshapes that add or drop unit axes, permutes, a
- * cast to its own storage (bf16 -> bf16; f32 -> tf32, whose rounding moves to
- * the fragment reads, or for wgmma to the buffer: emit_round) -- every value of that chain having that one use; when
- * the launch says the array is 16-byte aligned with a unit-stride last axis
- * (CUDA_ARRAY_VEC16) and that axis is one of the tile's two non-unit axes;
- * and when out-of-range elements read as zero.  Its tile never visits
- * registers: cp.async writes it to shared memory as memory holds it (the
- * contiguous axis innermost, rows padded so fragment reads are free of bank
- * conflicts) and the mma reads its fragments there, with ldmatrix or
- * ldmatrix.trans depending on which way round the operand is stored.
+ * cast to its own storage (bf16 -> bf16; f32 -> tf32, whose rounding moves
+ * to the fragment reads, or for wgmma to the buffer: emit_round) -- every
+ * value of that chain having that one use; when the launch says the array is
+ * 16-byte aligned with a unit-stride last axis (CUDA_ARRAY_VEC16) and that
+ * axis is one of the tile's two non-unit axes; and when out-of-range
+ * elements read as zero.  Its tile never visits registers: cp.async writes
+ * it to shared memory as memory holds it (the contiguous axis innermost,
+ * rows padded so fragment reads are free of bank conflicts) and the mma
+ * reads its fragments there, with ldmatrix or ldmatrix.trans depending on
+ * which way round the operand is stored.
  *
  * An async load at the top level of a `for` body is *pipelined* when its
  * indices can be recomputed for a later iteration (pure scalar functions of
@@ -26,14 +27,15 @@
  * Other async loads copy, wait and synchronise where they stand.
  *
  * A loop whose body holds a product on wgmma (emit_cuda_wgmma.c) gets at
- * least 4 stages (unless an operand's load gives its `latency`) within a larger
- * budget (one block per SM keeps the tensor cores busy), and, when every operand of its wgmma products is on its
- * pipeline, copies only STAGES - 2 iterations ahead: each iteration's batch
- * of products stays in flight until the next iteration has issued its own,
- * so the buffer a batch reads is refilled one iteration later.  The operand
- * buffers of wgmma products hold wgmma's layouts (swizzled rows, or core
- * matrices), not padded rows (copy_dst); those of tf32 operands are rounded
- * in place once they land (emit_round).
+ * least 4 stages (unless an operand's load gives its `latency`) within a
+ * larger budget (one block per SM keeps the tensor cores busy), and, when
+ * every operand of its wgmma products is on its pipeline, copies only
+ * STAGES - 2 iterations ahead: each iteration's batch of products stays in flight
+ * until the next iteration has issued its own, so the buffer a batch reads
+ * is refilled one iteration later.  The operand buffers of wgmma products
+ * hold wgmma's layouts (swizzled rows, or core matrices), not padded rows
+ * (copy_dst); those of tf32 operands are rounded in place once they land
+ * (emit_round).
  *
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,

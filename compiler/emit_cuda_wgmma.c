@@ -5,8 +5,8 @@
  * An mma goes to wgmma when (the plan, ce_wgmma_plan) its operands are f16,
  * bf16 or tf32 (one dtype), its result f32 or f16, all three 2-D, K a
  * multiple of the instruction's (16; 8 for tf32), tf32 operands in shared
- * memory K-major (the only orientation wgmma reads 32-bit operands in),
- * the block has 4 warps or a multiple (whole warp groups), and either
+ * memory K-major (the only orientation wgmma reads 32-bit operands in), the
+ * block has 4 warps or a multiple (whole warp groups), and either
  *   - both operands come through cp.async (emit_cuda_async.c): wgmma reads
  *     them from shared memory itself, so registers hold only the
  *     accumulator; M % 64 == 0, the warp groups split the M x N tile into
@@ -27,13 +27,14 @@
  * the 8 rows of one).  The swizzle is what makes wgmma pay: with core
  * matrices a warp's copies read half lines, doubling L2 requests, and the
  * matmul ran at 212 TFLOP/s, bound by them; swizzled, 637 (H200,
- * docs/performance.md).  A descriptor gives
- * each instruction its 64 x k slice of A and k x N slice of B (k: 32 bytes,
- * 16 elements or 8 tf32), 16-bit ones in either orientation (K-major, or M- /
- * N-major with the instruction's transpose bit), tf32 ones K-major.  At each
- * use: fence the accumulator, one wgmma per 64-row chunk and k step, commit.  When the accumulator is a loop-carried local it is
- * the local's own registers (ce_wgmma_inplace: copies in and out would make
- * ptxas serialize the products), and in a pipelined loop whose copies feed
+ * docs/performance.md).  A descriptor gives each instruction its 64 x k
+ * slice of A and k x N slice of B (k: 32 bytes, 16 elements or 8 tf32),
+ * 16-bit ones in either orientation (K-major, or M- / N-major with the
+ * instruction's transpose bit), tf32 ones K-major.  At each use: fence the
+ * accumulator, one wgmma per 64-row chunk and k step, commit.  When the
+ * accumulator is a loop-carried local it is the local's own registers
+ * (ce_wgmma_inplace: copies in and out would make ptxas serialize the
+ * products), and in a pipelined loop whose copies feed
  * every operand (emit_cuda_async.c), and nothing else in the loop reads or
  * writes its accumulator local, the batch stays in flight until the next
  * iteration's products are issued (wait_group 1): the pipeline refills a
