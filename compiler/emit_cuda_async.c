@@ -30,9 +30,9 @@
  * least 4 stages (unless an operand's load gives its `latency`) within a
  * larger budget (one block per SM keeps the tensor cores busy), and, when
  * every operand of its wgmma products is on its pipeline, copies only
- * STAGES - 2 iterations ahead: each iteration's batch of products stays in flight
- * until the next iteration has issued its own, so the buffer a batch reads
- * is refilled one iteration later.  The operand buffers of wgmma products
+ * STAGES - 2 iterations ahead: each iteration's batch of products stays in
+ * flight until the next iteration has issued its own, so the buffer a batch
+ * reads is refilled one iteration later.  The operand buffers of wgmma products
  * hold wgmma's layouts (swizzled rows, or core matrices), not padded rows
  * (copy_dst); those of tf32 operands are rounded in place once they land
  * (emit_round).
@@ -533,6 +533,13 @@ static bool recomputable(Emitter *E, const IrOp *loop, int v, bool *chain, int d
     return true;
 }
 
+/* Byte offset (C expression, from tile_async) of pipelined load j's buffer
+ * of stage `stage` (a C expression). */
+static const char *stage_offset(Emitter *E, int j, const char *stage) {
+    return ce_fmt_str(E, "%lld + (%s) * %lld", (long long)E->pipe.off[j], stage,
+                      (long long)tile_bytes(E, E->pipe.loads[j]->result));
+}
+
 /* The copies of the iteration whose induction variable is `iv` (a C
  * expression) into stage `stage` (a C expression), if that iteration exists. */
 static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const char *iv, const char *stage) {
@@ -561,8 +568,7 @@ static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const c
         for (int q = 0; q < E->pipe.n; q++)
             if (o == E->pipe.loads[q]) j = q;
         if (j >= 0)
-            issue_copy(E, o, ce_fmt_str(E, "%lld + (%s) * %lld", (long long)E->pipe.off[j], stage,
-                                        (long long)tile_bytes(E, o->result)));
+            issue_copy(E, o, stage_offset(E, j, stage));
         else if (o->result >= 0 && E->pipe_chain[o->result])
             ce_emit_op(E, o);
     }
@@ -758,8 +764,7 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
         int lv = E->pipe.loads[j]->result;
         wgmma_reads |= E->async_core[lv];
         if (E->async_round[lv])
-            emit_round(E, E->pipe.loads[j], ce_fmt_str(E, "%lld + (%s_it %% %d) * %lld", (long long)E->pipe.off[j], i, S,
-                                                        (long long)tile_bytes(E, lv)));
+            emit_round(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
     }
     if (wgmma_reads) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma */");
     if (E->pipe.wgmma_inflight)

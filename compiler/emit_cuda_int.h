@@ -203,6 +203,10 @@ void ce_wgmma_plan(Emitter *E);
 void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char *areg, int a_lay, const SmemOperand *b,
                    const char *d, int lay, bool inplace);
 int  ce_wgmma_layout(Emitter *E, const IrOp *op);
+/* Could mma `o` take wgmma with A from registers, by its shapes, the block's
+ * warps and its B (a K-major cp.async operand for tf32), whatever the plan
+ * decides for A?  The plan asks before it chooses A's k-column order. */
+bool ce_wgmma_may_read_a_registers(Emitter *E, const IrOp *o);
 /* Is mma a wgmma product with A from registers (its B alone in shared memory)? */
 bool ce_wgmma_reads_registers(Emitter *E, const IrOp *mma);
 /* The registers of the local `op` accumulates into in place (its C operand

@@ -228,8 +228,8 @@ static bool from_mma(Plan *P, int id) {
  * an mma's accumulator (which already lies as the unpermuted fragments), and
  * B's rows can be read in that order: ldmatrix.trans takes any row order, a
  * K-major B read by ldmatrix does not; tf32 fragments are read one by one,
- * but a K-major tf32 B may go to wgmma (sm_90a, whole warp groups, each warp
- * on 16 rows: emit_cuda_wgmma.c's plan_reg_a), which reads it unpermuted. */
+ * but a tf32 product that may go to wgmma with A from registers reads its B
+ * unpermuted (ce_wgmma_may_read_a_registers). */
 static bool kperm_choice(Plan *P, const IrOp *o) {
     Emitter *E = P->E;
     if (ce_env_flag("TILEC_NO_KPERM")) return false;
@@ -237,10 +237,7 @@ static bool kperm_choice(Plan *P, const IrOp *o) {
      * tf32 A's permuted (the accumulator's two columns per thread are consecutive) */
     if (from_mma(P, o->args[0])) return !ce_is_half(ce_vdt(E, o->args[0]));
     bool kmajor = false;
-    const Type *at = ce_vtype(E, o->args[0]);
-    int M = at->shape[at->rank - 2];
-    bool wgmma_may_take = E->opt_wgmma && !E->opt_wgmma_noreg && E->warpbits >= 2 && M == 16 << E->warpbits;
-    bool rows_in_order = ce_vdt(E, o->args[1]) != DT_TF32 || wgmma_may_take;
+    bool rows_in_order = ce_vdt(E, o->args[1]) != DT_TF32 || ce_wgmma_may_read_a_registers(E, o);
     if (rows_in_order && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
     return true;
 }

@@ -96,15 +96,23 @@ static int operand_load(Emitter *E, const IrOp *o, int which) {
  * from shared memory (cp.async), read once per warp group instead of once
  * per warp. */
 static bool plan_reg_a(Emitter *E, const IrOp *o, int *wgm) {
-    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]);
-    int M = at->shape[0], K = at->shape[1], N = bt->shape[1], wmb, wnb;
-    if (!ce_plan_reg_a(E, o) || ce_plan_kperm(E, o) || E->warpbits < 2) return false;
+    int wmb, wnb;
+    if (!ce_wgmma_may_read_a_registers(E, o) || !ce_plan_reg_a(E, o) || ce_plan_kperm(E, o)) return false;
     ce_plan_split(E, o, &wmb, &wnb);
-    if (wnb != 0 || wmb != E->warpbits || M != 16 << E->warpbits || K % ce_mma_kstep(at->dtype)) return false;
-    if (N % 8 || N > 256 || N / 2 > WGMMA_MAX_ACC_REGS) return false;
-    if (operand_load(E, o, 1) < 0) return false;
+    if (wnb != 0 || wmb != E->warpbits) return false;
     *wgm = E->warpbits - 2;
     return true;
+}
+
+bool ce_wgmma_may_read_a_registers(Emitter *E, const IrOp *o) {
+    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
+    if (!E->opt_wgmma || E->opt_wgmma_noreg || E->warpbits < 2) return false;
+    if (at->rank != 2 || bt->rank != 2 || t->rank != 2 || !ce_mma_on_tensor_cores(at, bt, t)) return false;
+    if (!ce_is_half(at->dtype) && at->dtype != DT_TF32) return false;
+    int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
+    if (M != 16 << E->warpbits || K % ce_mma_kstep(at->dtype)) return false;
+    if (N % 8 || N > 256 || N / 2 > WGMMA_MAX_ACC_REGS) return false;
+    return operand_load(E, o, 1) >= 0;
 }
 
 /* Does mma `o` go to wgmma?  If so its split is recorded. */
@@ -113,7 +121,7 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
     if (at->rank != 2 || bt->rank != 2 || t->rank != 2 || !ce_mma_on_tensor_cores(at, bt, t)) return false;
     if (!ce_is_half(at->dtype) && at->dtype != DT_TF32) return false;
     int wgm, wgn = 0;
-    if (!E->opt_wgmma_noreg && plan_reg_a(E, o, &wgm)) {
+    if (plan_reg_a(E, o, &wgm)) {
         E->wgmma_split[o->result] = (signed char)wgm;
         E->wgmma_reg_a[o->result] = true;
         return true;
