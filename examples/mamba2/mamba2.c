@@ -373,14 +373,22 @@ static int const_of(const tile_const *c, int n, const char *name, int dflt) {
  * dstate 64 and 8 groups (5 heads) 1.10 -> 0.98; f16 inputs with their f32
  * states 1.414 -> 1.204 (2026-12-02, 253 registers at 2 blocks per SM, no
  * spills; bf16 inputs with f32 states 1.411 -> 1.201; both with D per head,
- * the only skip term that gives f32 states 2 blocks per SM: run_plan). Smaller
+ * the only skip term that gives f32 states 2 blocks per SM: below). Smaller
  * runs keep one head per block (1.7-2% slower at (1, 4096, 80) and (8, 2048,
  * 24) with 2), as do f32 inputs (7% slower) and f16 inputs with bf16 states,
  * where the head loop spills (they convert the bf16 states in registers;
  * ptxas, NVRTC 13.0).
  */
-static int large_16bit_run(const M2Options *o, int batch, int heads, int nchunks, int chunk) {
-    const int kernel_fits = o->dtype == TILE_BF16 || (o->dtype == TILE_F16 && o->state_dtype != TILE_BF16);
+static int large_16bit_run(const M2Options *o, tile_dtype sdt, int occupancy_out, int batch, int heads, int nchunks,
+                           int chunk) {
+    /* f32 states only where the plan asks for 2 blocks per SM (the fused
+     * defaults with a per-head D and dstate over 64, or --occupancy-out 2):
+     * at 3, with dstate 128 and the skip term after the loop or none, the
+     * head loop spills 60-76 bytes (ptxas, NVRTC 13.0); with dstate 64 it
+     * compiles without spills (143-150 registers) but was not timed, so it
+     * keeps one head */
+    const int kernel_fits = (o->dtype == TILE_BF16 || (o->dtype == TILE_F16 && sdt != TILE_BF16)) &&
+                            (sdt != TILE_F32 || occupancy_out == 2);
     return kernel_fits && !o->carry_tf32 && o->heads_per_block <= 1 &&
            (long long)batch * heads * nchunks * cdiv_int(chunk, 64) >= 16384;
 }
@@ -604,15 +612,10 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     if (o->occupancy_state) plan_const(p, K_STATE, "occupancy", o->occupancy_state, 1);
     if (o->heads_state > 1) plan_const(p, K_STATE, "HEADS", o->heads_state, 1);
 
-    /* f32 states: only where the plan asks for 2 blocks per SM (the fused
-     * defaults with a per-head D, or --occupancy-out 2): at 3, with the skip
-     * term after the loop or none, the head loop spills 60-76 bytes (ptxas,
-     * NVRTC 13.0), and one head per block does not */
-    const int seq_fits = sdt != TILE_F32 || occupancy_out == 2;
-    const int seq_heads = heads > 1                                                  ? 1
-                          : o->seq_heads                                              ? o->seq_heads
-                          : fused && seq_fits && large_16bit_run(o, Bt, H, nchunks, Q) ? default_seq_heads(H / G)
-                                                                                      : 1;
+    const int seq_heads = heads > 1         ? 1
+                          : o->seq_heads     ? o->seq_heads
+                          : fused && large_16bit_run(o, sdt, occupancy_out, Bt, H, nchunks, Q) ? default_seq_heads(H / G)
+                                             : 1;
     plan_const(p, K_OUT, "CHUNK", Q, 1);
     plan_const(p, K_OUT, "HAS_D", has_d, 1);
     plan_const(p, K_OUT, "HAS_Z", f->has_z, 1);
