@@ -110,9 +110,21 @@ static tile_module *load(tile_ctx *ctx, const char *rel) {
 
 /* ---- matmul ----------------------------------------------------------------------- */
 
+/* The products timed: operand dtype, and how B is stored. */
+typedef enum { MM_BF16, MM_TF32, MM_TF32_NT } MatmulKind;
+static const struct {
+    const char *label, *kernel;   /* in the table; in examples/matmul.tile */
+    int tf32, nt;                 /* nt: b holds B^T (N x K, row-major) */
+} matmul_kinds[] = {
+    [MM_BF16] = {"bf16", "matmul_bf16", 0, 0},
+    [MM_TF32] = {"tf32", "matmul_tf32", 1, 0},
+    [MM_TF32_NT] = {"tf32nt", "matmul_nt_tf32", 1, 1},
+};
+
 typedef struct Gemm {
     cublasHandle_t h;
-    int n, tf32, nt;   /* nt: b holds B^T (N x K, row-major) */
+    int n;
+    MatmulKind kind;
     void *a, *b, *c;
 } Gemm;
 
@@ -122,11 +134,12 @@ static void run_cublas(void *p) {
     /* row-major C = A B is column-major C^T = B^T A^T */
     cublasStatus_t st;
     /* nt: column-major C^T = (B^T)^T A^T, B^T's memory read as its column-major transpose */
-    if (g->tf32)
-        st = cublasGemmEx(g->h, g->nt ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->b, CUDA_R_32F, g->n, g->a,
+    cublasOperation_t opb = matmul_kinds[g->kind].nt ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (matmul_kinds[g->kind].tf32)
+        st = cublasGemmEx(g->h, opb, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->b, CUDA_R_32F, g->n, g->a,
                           CUDA_R_32F, g->n, &zero, g->c, CUDA_R_32F, g->n, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT);
     else
-        st = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->b, CUDA_R_16BF, g->n, g->a,
+        st = cublasGemmEx(g->h, opb, CUBLAS_OP_N, g->n, g->n, g->n, &one, g->b, CUDA_R_16BF, g->n, g->a,
                           CUDA_R_16BF, g->n, &zero, g->c, CUDA_R_32F, g->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "cublas failed: %d\n", (int)st);
@@ -150,16 +163,17 @@ static double rel_l2(tile_ctx *ctx, const void *x, const void *ref, size_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32, int nt) {
+static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind) {
     tile_module *m = load(ctx, "examples/matmul.tile");
-    tile_dtype in = tf32 ? TILE_F32 : TILE_BF16;
+    const char *label = matmul_kinds[kind].label;
+    tile_dtype in = matmul_kinds[kind].tf32 ? TILE_F32 : TILE_BF16;
     size_t nn = (size_t)n * n;
     void *a = dev_random(ctx, in, nn, 1), *b = dev_random(ctx, in, nn, 2), *c, *ref;
     if (tile_malloc(ctx, nn * 4, &c) != TILE_OK || tile_malloc(ctx, nn * 4, &ref) != TILE_OK) die(ctx, "alloc");
     int64_t shape[2] = {n, n};
     /* cuBLAS's product, which every configuration's must match (the same
      * inputs and f32 accumulation: only the order of the sums differs) */
-    Gemm g = {h, n, tf32, nt, a, b, ref};
+    Gemm g = {h, n, kind, a, b, ref};
     run_cublas(&g);
     /* warp tiles 32x64 (8 warps on 128x128) up to 64x64 (4 warps on 128x128, 8 on 128x256);
      * on an sm_90 device the bf16 and tf32nt ones run on wgmma (TILEC_WGMMA=0: mma.sync) */
@@ -172,8 +186,7 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32, int n
         tile_const cs[4] = {{"BM", 0, cfgs[i][0], 0}, {"BN", 0, cfgs[i][1], 0}, {"BK", 0, cfgs[i][2], 0},
                             {"num_warps", 0, cfgs[i][3], 0}};
         tile_kernel *k;
-        const char *name = nt ? "matmul_nt_tf32" : tf32 ? "matmul_tf32" : "matmul_bf16";
-        if (tile_kernel_get(m, name, cs, 4, &k) != TILE_OK) {
+        if (tile_kernel_get(m, matmul_kinds[kind].kernel, cs, 4, &k) != TILE_OK) {
             fprintf(stderr, "config %d: %s\n", (int)i, tile_ctx_last_error(ctx));
             continue;
         }
@@ -186,7 +199,7 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32, int n
         double err = rel_l2(ctx, c, ref, nn);
         int ok = err < 1e-3;   /* far below any wrong layout (O(1)), above reordered sums */
         printf("  matmul %s n=%d BM=%d BN=%d BK=%d warps=%d: %.3f ms, %.1f TFLOP/s, rel. L2 vs cuBLAS %.1e%s\n",
-               nt ? "tf32nt" : tf32 ? "tf32" : "bf16", n, cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3], ms,
+               label, n, cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3], ms,
                2.0 * n * (double)nn / ms / 1e9, err, ok ? "" : "  WRONG: not counted");
         if (ok && ms < best_ms) {
             best_ms = ms;
@@ -196,7 +209,7 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, int tf32, int n
     float cms = time_median(ctx, run_cublas, &g, 2, n >= 8192 ? 5 : 10);
     double tfl = 2.0 * n * (double)nn / best_ms / 1e9, ctfl = 2.0 * n * (double)nn / cms / 1e9;
     ROW("matmul %-6s %5d^3       %8.3f ms %7.1f TF/s | cuBLAS %8.3f ms %7.1f TF/s | %5.1f%%  (%s)\n",
-        nt ? "tf32nt" : tf32 ? "tf32" : "bf16", n, best_ms, tfl, cms, ctfl, 100.0 * tfl / ctfl, best);
+        label, n, best_ms, tfl, cms, ctfl, 100.0 * tfl / ctfl, best);
     tile_free(ctx, a);
     tile_free(ctx, b);
     tile_free(ctx, c);
@@ -314,10 +327,10 @@ int main(int argc, char **argv) {
     if (every_matmul || strstr(only, "tf32nt"))
         for (int n = 4096; n <= 8192; n *= 2) {
             if (every_matmul) {
-                bench_matmul(ctx, h, n, 0, 0);
-                bench_matmul(ctx, h, n, 1, 0);
+                bench_matmul(ctx, h, n, MM_BF16);
+                bench_matmul(ctx, h, n, MM_TF32);
             }
-            bench_matmul(ctx, h, n, 1, 1);
+            bench_matmul(ctx, h, n, MM_TF32_NT);
         }
     cublasDestroy(h);
     tile_ctx_destroy(ctx);

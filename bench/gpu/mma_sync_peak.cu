@@ -9,22 +9,11 @@
 //   nvcc -arch=sm_90 -O2 -o /tmp/mma_sync_peak bench/gpu/mma_sync_peak.cu && /tmp/mma_sync_peak
 #include <cstdio>
 
+// the wrappers the generated kernels call (tile_mma_m16n8k16_bf16, tile_mma_m16n8k8_tf32)
+#include "../../compiler/tile_device.cuh"
+
 constexpr int kAcc = 8;        // independent accumulators per warp
 constexpr int kIters = 4096;   // products per accumulator
-
-__device__ __forceinline__ void mma_bf16(float *d, const unsigned *a, const unsigned *b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-__device__ __forceinline__ void mma_tf32(float *d, const unsigned *a, const unsigned *b) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 template <int TF32>
 __global__ void peak(float *out, unsigned seed) {
@@ -36,8 +25,8 @@ __global__ void peak(float *out, unsigned seed) {
   for (int it = 0; it < kIters; it++) {
 #pragma unroll
     for (int j = 0; j < kAcc; j++) {
-      if (TF32) mma_tf32(d[j], a, b);
-      else mma_bf16(d[j], a, b);
+      if (TF32) tile_mma_m16n8k8_tf32(d[j][0], d[j][1], d[j][2], d[j][3], a[0], a[1], a[2], a[3], b[0], b[1]);
+      else tile_mma_m16n8k16_bf16(d[j][0], d[j][1], d[j][2], d[j][3], a[0], a[1], a[2], a[3], b[0], b[1]);
     }
   }
   float s = 0.f;
