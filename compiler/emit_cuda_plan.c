@@ -227,31 +227,33 @@ static bool from_mma(Plan *P, int id) {
 /* Permute A's k-step columns (lay_mma_a)?  When A comes from loads, not from
  * an mma's accumulator (which already lies as the unpermuted fragments), and
  * B's rows can be read in that order: ldmatrix.trans takes any row order, a
- * K-major B read by ldmatrix does not; tf32 fragments are read one by one,
- * but a tf32 product that may go to wgmma with A from registers reads its B
- * unpermuted (ce_wgmma_may_read_a_registers). */
+ * K-major B read by ldmatrix does not; tf32 fragments are read one by one.
+ * Never for a product that may go to wgmma with A from registers
+ * (ce_wgmma_may_read_a_registers): wgmma reads B's rows in order. */
 static bool kperm_choice(Plan *P, const IrOp *o) {
     Emitter *E = P->E;
     if (ce_env_flag("TILEC_NO_KPERM")) return false;
     /* from an accumulator: a 16-bit A's fragments are its registers unpermuted, a
      * tf32 A's permuted (the accumulator's two columns per thread are consecutive) */
     if (from_mma(P, o->args[0])) return !ce_is_half(ce_vdt(E, o->args[0]));
+    if (ce_wgmma_may_read_a_registers(E, o)) return false;
     bool kmajor = false;
-    bool rows_in_order = ce_vdt(E, o->args[1]) != DT_TF32 || ce_wgmma_may_read_a_registers(E, o);
-    if (rows_in_order && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
+    if (ce_vdt(E, o->args[1]) != DT_TF32 && ce_async_operand_kmajor(E, o->args[1], 1, &kmajor) && kmajor) return false;
     return true;
 }
 
-/* Can this mma read A from registers with the warps on M alone?  Not when A
- * is a transpose: its fragments would then be read element by element, where
- * the staged path transposes with ldmatrix for free (fwd_pass_state's
- * transpose(x * w) read that way spilled in tf32; not timed). */
+/* Can this mma read A from registers with the warps on M alone?  A
+ * transpose's fragments are read element by element (2-byte shared-memory
+ * loads for a pipelined load's buffer), where the staged path transposes
+ * with ldmatrix for free; that pays only for a 16-bit product that then goes
+ * to wgmma (fwd_pass_state's transpose(x * w): 0.386 -> 0.346 ms at (8, 4096,
+ * 80, 64, 128, 1, 256) bf16, H200, docs/performance.md).  In tf32 it spilled. */
 static bool reg_a_candidate(Plan *P, const IrOp *o) {
     Emitter *E = P->E;
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
     if (!ce_mma_on_tensor_cores(at, bt, t) || at->rank != 2 || t->rank != 2) return false;
     if (ce_async_is_load(E, o->args[0]) || ce_async_is_view(E, o->args[0])) return false;
-    if (through_permute(P, o->args[0])) return false;
+    if (through_permute(P, o->args[0]) && !(ce_is_half(at->dtype) && ce_wgmma_may_read_a_registers(E, o))) return false;
     int M = at->shape[0];
     return (M >> E->warpbits) >= 16 && M % (16 << E->warpbits) == 0;
 }
