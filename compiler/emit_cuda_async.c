@@ -406,6 +406,11 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "}");
 }
 
+/* Pieces a thread rounds per batch (emit_round): their loads all issued
+ * before the first store, so that a batch waits once on shared memory's
+ * latency, not once per piece. */
+#define ROUND_BATCH 4
+
 /* Load `ld`'s tile in the buffer at byte offset `dst` rounded to tf32 in
  * place (async_round), after this thread's copies into it have landed: each
  * thread rounds the 16-byte pieces it copied itself (issue_copy's piece c =
@@ -416,15 +421,22 @@ static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
     int s = ce_regsize(t->dtype), row, col;
     load_axes(ld, t, &row, &col);
     int cols = t->shape[col], rows = tile_rows(t, row), ve = 16 / s, cpr = cols / ve, total = rows * cpr;
-    ce_out(E, "#pragma unroll");
-    ce_out(E, "for (int j = 0; j < %d; ++j) {   /* rounded to tf32 as the language says; wgmma would truncate */",
-           (total + E->threads - 1) / E->threads);
+    int reps = (total + E->threads - 1) / E->threads;
+    ce_out(E, "{   /* rounded to tf32 as the language says; wgmma would truncate */");
     E->indent++;
-    ce_out(E, "const int c = (int)threadIdx.x + j * %d;", E->threads);
-    if (total % E->threads) ce_out(E, "if (c >= %d) break;", total);
-    ce_out(E, "const int r = c / %d, k = (c %% %d) * %d;", cpr, cpr, ve);
-    ce_out(E, "tile_tf32_round_smem16(tile_async + %s + %s);", dst,
-           copy_dst(E, buf_form(E, ld->result), E->async_swizzle[ld->result], "r", "k", rows, cols, E->async_pitch[ld->result], s));
+    ce_out(E, "uint4 rv[%d];", reps < ROUND_BATCH ? reps : ROUND_BATCH);
+    ce_out(E, "unsigned char *ra[%d];", reps < ROUND_BATCH ? reps : ROUND_BATCH);
+    for (int j0 = 0; j0 < reps; j0 += ROUND_BATCH)
+        for (int pass = 0; pass < 2; pass++)   /* the batch's loads, then its stores */
+            for (int j = j0; j < reps && j < j0 + ROUND_BATCH; j++) {
+                const char *c = ce_fmt_str(E, "((int)threadIdx.x + %d)", j * E->threads);   /* issue_copy's piece */
+                const char *piece = copy_dst(E, buf_form(E, ld->result), E->async_swizzle[ld->result],
+                                             ce_fmt_str(E, "(%s / %d)", c, cpr), ce_fmt_str(E, "(%s %% %d * %d)", c, cpr, ve),
+                                             rows, cols, E->async_pitch[ld->result], s);
+                const char *guard = (j + 1) * E->threads > total ? ce_fmt_str(E, "if (%s < %d) ", c, total) : "";
+                if (pass == 0) ce_out(E, "%srv[%d] = tile_lds16(ra[%d] = tile_async + %s + %s);", guard, j - j0, j - j0, dst, piece);
+                else ce_out(E, "%stile_tf32_sts16(ra[%d], rv[%d]);", guard, j - j0, j - j0);
+            }
     E->indent--;
     ce_out(E, "}");
 }

@@ -52,15 +52,24 @@ TILE_DEV float tile_tf32(float f) {
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
     return __uint_as_float(r);
 }
-/* The 16 bytes (4 f32) at shared address p rounded to tf32 in place: wgmma
- * reads tf32 operands from shared memory as they lie, dropping the low 13
- * bits (round toward zero), where the language rounds to nearest. */
-TILE_DEV void tile_tf32_round_smem16(void *p) {
-    unsigned a = (unsigned)__cvta_generic_to_shared(p), r[4];
-    float f[4];
-    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(f[0]), "=f"(f[1]), "=f"(f[2]), "=f"(f[3]) : "r"(a));
-    for (int i = 0; i < 4; i++) asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[i]) : "f"(f[i]));
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(a), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+/* Rounding tf32 operands in shared memory, in place (emit_cuda_async.c's
+ * emit_round): wgmma reads them as they lie and drops the low 13 bits
+ * (round toward zero), where the language rounds to nearest.  A thread loads
+ * a batch of its 16-byte pieces (4 f32 each), then rounds and stores them. */
+TILE_DEV uint4 tile_lds16(const void *p) {
+    uint4 v;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"((unsigned)__cvta_generic_to_shared(p)));
+    return v;
+}
+TILE_DEV void tile_tf32_sts16(void *p, uint4 v) {
+    unsigned r[4];
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[0]) : "f"(__uint_as_float(v.x)));
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[1]) : "f"(__uint_as_float(v.y)));
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[2]) : "f"(__uint_as_float(v.z)));
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[3]) : "f"(__uint_as_float(v.w)));
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"((unsigned)__cvta_generic_to_shared(p)), "r"(r[0]),
+                 "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 }
 
 /* ---- float helpers -------------------------------------------------------- */
