@@ -220,6 +220,12 @@ const char *tile_ctx_device_name(const tile_ctx *ctx) {
     return ctx->ops->device_name((tile_ctx *)ctx);
 }
 
+const char *tile_ctx_codegen_tag(const tile_ctx *ctx) {
+    if (!ctx_live(ctx) || !ctx->ops || !ctx->ops->codegen_tag) return "";
+    const char *tag = ctx->ops->codegen_tag((tile_ctx *)ctx);
+    return tag ? tag : "";
+}
+
 tile_status tile_ctx_set_print_file(tile_ctx *ctx, void *file) {
     if (!ctx_live(ctx)) return TILE_ERR_INVALID_ARG;
     ctx->print_out = file;

@@ -128,6 +128,11 @@ void        tile_ctx_destroy(tile_ctx *ctx);        /* releases its modules and 
 const char *tile_ctx_last_error(const tile_ctx *ctx);  /* "" when none; never NULL */
 tile_backend_kind tile_ctx_backend(const tile_ctx *ctx);
 const char *tile_ctx_device_name(const tile_ctx *ctx); /* "cpu (interpreter)", "NVIDIA H200" */
+/* What the generated code targets besides the device: "wgmma" (CUDA, an sm_90
+ * device, Hopper's warpgroup mma), "mma.sync" (other CUDA devices, or
+ * TILEC_WGMMA=0), "" (the CPU backend).  A program's driver may size its
+ * tiles by it: registers per thread differ between the two. */
+const char *tile_ctx_codegen_tag(const tile_ctx *ctx);
 
 /* ---- modules and kernels ------------------------------------------------ */
 /* Parse and check a program.  Errors: TILE_ERR_IO (file), TILE_ERR_COMPILE

@@ -353,6 +353,8 @@ static void test_helpers(void) {
     CHECK(a.strides[0] == 12 && a.strides[1] == 4 && a.strides[2] == 1 && tile_array_numel(&a) == 24);
     CHECK(strcmp(tile_ctx_device_name(ctx), "cpu (interpreter)") == 0);
     CHECK(tile_ctx_backend(ctx) == TILE_BACKEND_CPU);
+    CHECK(strcmp(tile_ctx_codegen_tag(ctx), "") == 0);   /* the interpreter generates no code */
+    CHECK(strcmp(tile_ctx_codegen_tag(NULL), "") == 0);
 }
 
 /* A kernel generic over its arrays' dtype: one specialisation per binding. */
