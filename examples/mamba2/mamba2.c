@@ -52,8 +52,10 @@ static const char usage_text[] =
     "           registers, --block-n-out covering dstate; default fused for bf16/f16 inputs\n"
     "           with dstate <= 128, the faster there; separate for f32)\n"
     "           --occupancy-out N, --occupancy-state N (blocks per SM the registers of kernel\n"
-    "           3, of kernel 2, are sized for; default: 3 for kernel 3 with fused scores\n"
-    "           (2 for f32), 2 with separate scores (16-bit), else the compiler's choice)\n"
+    "           3, of kernel 2, are sized for; default for kernel 3 with fused scores: 4 on\n"
+    "           wgmma (sm_90) where it fits without spills (no z, D per head or none, and\n"
+    "           dstate <= 64 or bf16 with bf16 states), else 3 (2 for f32 and for f32 states\n"
+    "           with dstate > 64); 2 with separate scores (16-bit); else the compiler's)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -500,6 +502,14 @@ static void plan_const(Plan *p, int k, const char *name, int value, int held) {
 
 /* The plan of a run of shape s with options o and the optional inputs f
  * says are there; also sets the extents in run that grid_for reads. */
+/* Does the run's backend compile its products for wgmma (sm_90a)?  The
+ * register counts that decide blocks per SM differ from mma.sync's (the fused
+ * compute_out fits 128 registers on wgmma, spills 44-52 bytes on mma.sync).
+ * Without a context (--plan opens none) the answer is yes: the H200's. */
+static int on_wgmma(const Run *run) {
+    return !run->ctx || strcmp(tile_ctx_codegen_tag(run->ctx), "wgmma") == 0;
+}
+
 static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
     memset(p, 0, sizeof *p);
     const int Bt = s->batch, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
@@ -588,7 +598,19 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     /* Fused with f32 states and dstate over 64 (16-bit inputs): 2, the state
      * tile converted in registers spilling at 3 with the skip term on the
      * diagonal (ptxas, NVRTC 13.0: 215 registers at 2). */
-    const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64 && has_d == 2) ? 2 : 3;
+    /* Else 4 where that fits 128 registers without spills (ptxas, NVRTC 13.0,
+     * aligned arrays: every dtype pair, skip term, gate and 1, 4, 5 or 8 heads
+     * per block compiled): 16-bit inputs without the gate or a D per head dim,
+     * and dstate up to 64 or bf16 inputs with bf16 states.  At 4 instead of 3
+     * compute_out took 0.924 -> 0.854 ms at (8, 4096, 80, 64, 128, 1, 256) bf16,
+     * 0.807 -> 0.724 with dstate 64 and 8 groups, 0.926 -> 0.864 at (2, 16384),
+     * 0.168 -> 0.150 at (8, 2048, 24) (H200, docs/performance.md); with
+     * unaligned arrays it spills (150-200 bytes), with the others 3 is kept. */
+    const int fits_4 = dt != TILE_F32 && !f->has_z && has_d != 1 && on_wgmma(run) &&
+                       (block_n_out <= 64 || (dt == TILE_BF16 && sdt == TILE_BF16));
+    const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64 && has_d == 2) ? 2
+                                : fits_4                                                            ? 4
+                                                                                                    : 3;
     const int occupancy_out = o->occupancy_out ? o->occupancy_out
                               : fused_defaults ? fused_occupancy
                               : !fused && heads == 1 && dt != TILE_F32 ? 2 : 0;
