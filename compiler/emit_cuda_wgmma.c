@@ -46,7 +46,7 @@
  * low 13 bits (round toward zero), where the language rounds to nearest
  * (cvt.rna, as the interpreter and mma.sync fragment reads do); so their
  * buffers are rounded in place once they land (emit_cuda_async.c's
- * emit_round).  That costs: the 8192^3 NT matmul ran at 195 TFLOP/s rounded,
+ * emit_round).  That costs: the 8192^3 NT matmul ran at 208 TFLOP/s rounded,
  * 325 with TILEC_TF32_TRUNCATE=1 (no rounding, error against cuBLAS 7.8e-4
  * instead of 1e-5; H200, docs/performance.md, which has the variants tried).
  * Registers written by ordinary instructions (A's packed fragments) are
