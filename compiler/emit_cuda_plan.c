@@ -228,8 +228,8 @@ static bool from_mma(Plan *P, int id) {
  * an mma's accumulator (which already lies as the unpermuted fragments), and
  * B's rows can be read in that order: ldmatrix.trans takes any row order, a
  * K-major B read by ldmatrix does not; tf32 fragments are read one by one.
- * Never for a product that may go to wgmma with A from registers
- * (ce_wgmma_may_read_a_registers): wgmma reads B's rows in order. */
+ * Not for A from loads when the product may go to wgmma with A from
+ * registers (ce_wgmma_may_read_a_registers): wgmma reads B's rows in order. */
 static bool kperm_choice(Plan *P, const IrOp *o) {
     Emitter *E = P->E;
     if (ce_env_flag("TILEC_NO_KPERM")) return false;

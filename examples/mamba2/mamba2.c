@@ -53,14 +53,15 @@ static const char usage_text[] =
     "           with dstate <= 128, the faster there; separate for f32)\n"
     "           --occupancy-out N, --occupancy-state N (blocks per SM the registers of kernel\n"
     "           3, of kernel 2, are sized for; default for kernel 3 with fused scores: 4 on\n"
-    "           wgmma (sm_90) where it fits without spills (no z, D per head or none, and\n"
-    "           dstate <= 64 or bf16 with bf16 states), else 3 (2 for f32 and for f32 states\n"
-    "           with dstate > 64); 2 with separate scores (16-bit); else the compiler's)\n"
+    "           wgmma (sm_90) where it fits without spills (no z, no --carry tf32, D per head\n"
+    "           or none, and dstate <= 64, or <= 128 with bf16 inputs and bf16 states), else 3\n"
+    "           (2 for f32, and for f32 states with dstate > 64 and a per-head D); 2 with\n"
+    "           separate scores (16-bit); else the compiler's)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
-    "  plan:    --plan (print each kernel the run would launch, its constants and grid, and\n"
-    "           stop: no inputs made, no backend opened)\n"
+    "  plan:    --plan (print each kernel the run would launch on an sm_90 GPU (wgmma), its\n"
+    "           constants and grid, and stop: no inputs made, no backend opened)\n"
     "With neither --bench nor --save, --check is implied.  MAMBA2_TILE_DIR overrides\n"
     "where the .tile programs are read from.\n";
 
@@ -386,9 +387,9 @@ static int large_16bit_run(const M2Options *o, tile_dtype sdt, int occupancy_out
     /* f32 states only where the plan asks for 2 blocks per SM (the fused
      * defaults with a per-head D and dstate over 64, or --occupancy-out 2):
      * at 3, with dstate 128 and the skip term after the loop or none, the
-     * head loop spills 60-76 bytes (ptxas, NVRTC 13.0); with dstate 64 it
-     * compiles without spills (143-150 registers) but was not timed, so it
-     * keeps one head */
+     * head loop spills 60-76 bytes (ptxas, NVRTC 13.0); with dstate 64 (3
+     * blocks per SM, or 4 on wgmma) it compiles without spills at 1, 4, 5 or 8
+     * heads but was not timed, so it keeps one head */
     const int kernel_fits = (o->dtype == TILE_BF16 || (o->dtype == TILE_F16 && sdt != TILE_BF16)) &&
                             (sdt != TILE_F32 || occupancy_out == 2);
     return kernel_fits && !o->carry_tf32 && o->heads_per_block <= 1 &&
@@ -500,8 +501,6 @@ static void plan_const(Plan *p, int k, const char *name, int value, int held) {
     plan_add(p, k, (tile_const){name, 0, value, 0}, held);
 }
 
-/* The plan of a run of shape s with options o and the optional inputs f
- * says are there; also sets the extents in run that grid_for reads. */
 /* Does the run's backend compile its products for wgmma (sm_90a)?  The
  * register counts that decide blocks per SM differ from mma.sync's (the fused
  * compute_out fits 128 registers on wgmma, spills 44-52 bytes on mma.sync).
@@ -509,6 +508,9 @@ static void plan_const(Plan *p, int k, const char *name, int value, int held) {
 static int on_wgmma(const Run *run) {
     return !run->ctx || strcmp(tile_ctx_codegen_tag(run->ctx), "wgmma") == 0;
 }
+
+/* The plan of a run of shape s with options o and the optional inputs f
+ * says are there; also sets the extents in run that grid_for reads. */
 
 static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
     memset(p, 0, sizeof *p);
@@ -598,16 +600,16 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     /* Fused with f32 states and dstate over 64 (16-bit inputs): 2, the state
      * tile converted in registers spilling at 3 with the skip term on the
      * diagonal (ptxas, NVRTC 13.0: 215 registers at 2). */
-    /* Else 4 where that fits 128 registers without spills (ptxas, NVRTC 13.0,
-     * aligned arrays: every dtype pair, skip term, gate and 1, 4, 5 or 8 heads
-     * per block compiled): 16-bit inputs without the gate or a D per head dim,
-     * and dstate up to 64 or bf16 inputs with bf16 states.  At 4 instead of 3
-     * compute_out took 0.924 -> 0.854 ms at (8, 4096, 80, 64, 128, 1, 256) bf16,
-     * 0.807 -> 0.724 with dstate 64 and 8 groups, 0.926 -> 0.864 at (2, 16384),
-     * 0.168 -> 0.150 at (8, 2048, 24) (H200, docs/performance.md); with
+    /* Else 4 on wgmma where that fits 128 registers without spills (ptxas,
+     * NVRTC 13.0, aligned arrays; every dtype pair, skip term and gate, dstate
+     * 64 and 128 and 1, 4, 5 or 8 heads per block compiled): 16-bit inputs
+     * without the gate, a D per head dim or --carry tf32, and dstate up to 64,
+     * or up to 128 with bf16 inputs and bf16 states.  At 4 instead of 3
+     * compute_out took 0.896 -> 0.799 ms at (8, 4096, 80, 64, 128, 1, 256) bf16
+     * (H200, same call; docs/performance.md has the other shapes); with
      * unaligned arrays it spills (150-200 bytes), with the others 3 is kept. */
-    const int fits_4 = dt != TILE_F32 && !f->has_z && has_d != 1 && on_wgmma(run) &&
-                       (block_n_out <= 64 || (dt == TILE_BF16 && sdt == TILE_BF16));
+    const int fits_4 = dt != TILE_F32 && !f->has_z && has_d != 1 && !o->carry_tf32 && on_wgmma(run) &&
+                       (block_n_out <= 64 || (dt == TILE_BF16 && sdt == TILE_BF16 && block_n_out <= 128));
     const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64 && has_d == 2) ? 2
                                 : fits_4                                                            ? 4
                                                                                                     : 3;
