@@ -356,9 +356,9 @@ static void ts_printf(TuneStr *b, const char *fmt, ...) {
 static void tune_make_key(Tuner *t, const tile_const *fixed, int nfixed, const tile_arg *args, int nargs) {
     TuneStr b = {&t->arena, NULL, 0, 0};
     const char *backend = t->ctx->ops->name ? t->ctx->ops->name : "?";
-    const char *tag = t->ctx->ops->codegen_tag ? t->ctx->ops->codegen_tag(t->ctx) : NULL;
+    const char *tag = tile_ctx_codegen_tag(t->ctx);
     ts_printf(&b, "%s|%016llx|%s:%s%s%s|", t->kernel, (unsigned long long)t->mod->source_hash, backend,
-              tile_ctx_device_name(t->ctx), tag ? ":" : "", tag ? tag : "");
+              tile_ctx_device_name(t->ctx), *tag ? ":" : "", tag);
     for (int i = 0; i < nargs; i++) {
         const tile_arg *a = &args[i];
         if (i) ts_printf(&b, ",");
