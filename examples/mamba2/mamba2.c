@@ -511,7 +511,6 @@ static int on_wgmma(const Run *run) {
 
 /* The plan of a run of shape s with options o and the optional inputs f
  * says are there; also sets the extents in run that grid_for reads. */
-
 static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
     memset(p, 0, sizeof *p);
     const int Bt = s->batch, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
