@@ -120,6 +120,8 @@ struct tile_backend_ops {
      * backend: the target, sm_90a with wgmma or not), so that a tuner's
      * winner is reused only for the same; NULL when nothing. */
     const char *(*codegen_tag)(tile_ctx *ctx);
+    /* The device's multiprocessors (SMs); NULL when it has none to speak of. */
+    int (*multiprocessors)(tile_ctx *ctx);
 };
 
 const tile_backend_ops *tile_cpu_backend(void);

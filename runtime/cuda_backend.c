@@ -69,6 +69,7 @@ typedef struct CudaState {
     CUcontext ctx;
     int arch;                 /* e.g. 90 */
     int max_smem_optin;       /* bytes of shared memory a block may opt into */
+    int multiprocessors;
     char name[256];
     char cache_dir[4096];     /* "" = no disk cache */
 } CudaState;
@@ -187,6 +188,7 @@ static tile_status cuda_init(tile_ctx *ctx, int device) {
         (r = d->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev)) != CUDA_SUCCESS ||
         (r = d->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev)) != CUDA_SUCCESS ||
         (r = d->DeviceGetAttribute(&s->max_smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, s->dev)) != CUDA_SUCCESS ||
+        (r = d->DeviceGetAttribute(&s->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s->dev)) != CUDA_SUCCESS ||
         (r = d->DeviceGetName(s->name, sizeof s->name, s->dev)) != CUDA_SUCCESS ||
         (r = d->DevicePrimaryCtxRetain(&s->ctx, s->dev)) != CUDA_SUCCESS ||
         (r = d->CtxSetCurrent(s->ctx)) != CUDA_SUCCESS) {
@@ -225,6 +227,8 @@ static const char *cuda_codegen_tag(tile_ctx *ctx) {
     const CudaState *s = state(ctx);
     return s && use_wgmma(s) ? "wgmma" : "mma.sync";
 }
+
+static int cuda_multiprocessors(tile_ctx *ctx) { return state(ctx) ? state(ctx)->multiprocessors : 0; }
 
 /* ---- the disk cache (disk_cache.h, kind "cuda") -------------------------------------- */
 
@@ -579,6 +583,7 @@ static const tile_backend_ops cuda_ops = {
     cuda_event_elapsed_ms,
     cuda_event_destroy,
     cuda_codegen_tag,
+    cuda_multiprocessors,
 };
 
 const tile_backend_ops *tile_cuda_backend(void) { return &cuda_ops; }

@@ -226,6 +226,11 @@ const char *tile_ctx_codegen_tag(const tile_ctx *ctx) {
     return tag ? tag : "";
 }
 
+int tile_ctx_multiprocessors(const tile_ctx *ctx) {
+    if (!ctx_live(ctx) || !ctx->ops || !ctx->ops->multiprocessors) return 0;
+    return ctx->ops->multiprocessors((tile_ctx *)ctx);
+}
+
 tile_status tile_ctx_set_print_file(tile_ctx *ctx, void *file) {
     if (!ctx_live(ctx)) return TILE_ERR_INVALID_ARG;
     ctx->print_out = file;

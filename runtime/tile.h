@@ -133,6 +133,10 @@ const char *tile_ctx_device_name(const tile_ctx *ctx); /* "cpu (interpreter)", "
  * TILEC_WGMMA=0), "" (the CPU backend).  A program's driver may size its
  * tiles by it: registers per thread differ between the two. */
 const char *tile_ctx_codegen_tag(const tile_ctx *ctx);
+/* The device's streaming multiprocessors (CUDA: 132 on an H200); 0 for the
+ * CPU backend.  A driver may size its grids by it (how many waves of blocks
+ * a grid makes at a given number of blocks per SM). */
+int tile_ctx_multiprocessors(const tile_ctx *ctx);
 
 /* ---- modules and kernels ------------------------------------------------ */
 /* Parse and check a program.  Errors: TILE_ERR_IO (file), TILE_ERR_COMPILE
