@@ -34,6 +34,10 @@ typedef struct CudaEmitOptions {
      * tensor-core products whose operands both come through cp.async may use
      * wgmma (emit_cuda_wgmma.c); CudaKernelCode.sm90a says whether one did */
     int target_sm90a;
+    /* > 0: at most this many blocks per SM in __launch_bounds__, whatever
+     * the kernel's occupancy hint asks (the CUDA backend lowers it one step
+     * at a time while ptxas reports spills) */
+    int max_occupancy;
 } CudaEmitOptions;
 
 typedef struct CudaKernelCode {
@@ -42,6 +46,7 @@ typedef struct CudaKernelCode {
     int threads;         /* threads per block */
     int smem_bytes;      /* dynamic shared memory per block */
     int sm90a;           /* uses wgmma: compile for sm_90a (compute_90a), nothing else */
+    int occupancy;       /* the blocks per SM __launch_bounds__ asks registers for; 0: none asked */
 } CudaKernelCode;
 
 /* Generates the kernel.  Returns 0, or -1 after reporting errors (an

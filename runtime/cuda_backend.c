@@ -14,8 +14,10 @@
  * disk cache (disk_cache.h; TILE_CACHE_DIR, default ~/.cache/tilec; "off"
  * disables), keyed by the full generated source, device header, NVRTC
  * options, arch and NVRTC version; a damaged entry is warned about on stderr,
- * rebuilt and rewritten. */
+ * rebuilt and rewritten.  A variant is compiled at the highest occupancy up
+ * to the kernel's that ptxas fits without spills (cuda_compile.h). */
 #include "backend.h"
+#include "cuda_compile.h"
 #include "cuda_nvrtc.h"
 #include "disk_cache.h"
 #include "emit_cuda.h"
@@ -237,12 +239,14 @@ static void cuda_cache_warn(void *user, const char *path, const char *why) {
 }
 
 /* The key: everything that decides the binary, the generated source and the
- * device header in full (so two kernels can never share an entry), and the
+ * device header in full (so two kernels can never share an entry), the
  * options cuda_nvrtc_compile passes (for a cubin of sm_<arch>, with its
- * fallback to compute_90 PTX). */
+ * fallback to compute_90 PTX), and the occupancy rule of build_variant (the
+ * source is its first attempt's). */
 static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a) {
     const char *fmt = "tilec %s cuda kernel\narch sm_%d\nnvrtc %s\n"
                       "options --gpu-architecture=sm_%d%s %s (else compute_90)\n"
+                      "occupancy lowered while ptxas spills\n"
                       "device header %zu bytes\n%s\nsource %zu bytes\n%s";
     size_t nheader = strlen(cuda_device_header), nsource = strlen(source);
     const char *opts = cuda_nvrtc_options(), *a = sm90a ? "a" : "";
@@ -256,12 +260,16 @@ static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a) {
 
 /* ---- compiling a variant --------------------------------------------------------------- */
 
+/* Compiles kernel `k` for the array facts `flags` at the highest occupancy
+ * up to its own that does not spill (cuda_compile.h).  The disk cache keeps
+ * the image under the key of the first emission, so a cached kernel is
+ * emitted once and not compiled. */
 static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, CudaVariant **out) {
     CudaState *s = state(ctx);
     const IrFunc *f = k->ir;
     Diag d;
     diag_init(&d, k->module->name, k->module->source);
-    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s)};
+    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s), 0};
     CudaKernelCode code;
     if (cuda_emit(f, &opt, &code, &d) != 0) {
         tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", f->name, diag_text(&d));
@@ -285,29 +293,16 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         image = NULL;
     }
     if (!image) {
-        CudaBinary bin;
+        CudaImage im;
         char err[16384];
-        int arch = s->arch;
-        int rc = cuda_nvrtc_compile(code.source, code.name, arch, code.sm90a, 1, &bin, err, sizeof err);
-        if (rc != 0 && !code.sm90a && strstr(err, "INVALID_OPTION")) {   /* a device newer than NVRTC: PTX for sm_90 */
-            arch = 90;
-            rc = cuda_nvrtc_compile(code.source, code.name, arch, 0, 0, &bin, err, sizeof err);
-        }
-        if (rc != 0) {
+        if (cuda_compile_settled(f, opt, s->arch, &code, &im, err, sizeof err) != 0) {
             free(key);
             cuda_code_free(&code);
             return tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': %s", f->name, err);
         }
-        if (bin.cubin) {   /* the driver tells a cubin from PTX by its first bytes */
-            image = bin.cubin;
-            size = bin.cubin_size;
-            bin.cubin = NULL;
-        } else {
-            image = bin.ptx;
-            size = bin.ptx_size + 1;   /* with its NUL: the driver reads PTX as a C string */
-            bin.ptx = NULL;
-        }
-        cuda_binary_free(&bin);
+        image = im.data;
+        size = im.size;
+        im.data = NULL;
         if (key) disk_cache_put(s->cache_dir, CUDA_CACHE_KIND, key, image, size, NULL, 0);   /* best effort */
     }
     free(key);

@@ -269,7 +269,7 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
     for (int i = 0; i < n; i++) {
         unsigned char flags[256];
         memset(flags, CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32, sizeof flags);
-        CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1, arch_specific(o)};
+        CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1, arch_specific(o), 0};
         CudaKernelCode code;
         if (cuda_emit(funcs[i], &opt, &code, &c->diag) != 0) return EXIT_COMPILE;
         if (what == 0) {

@@ -4,14 +4,18 @@
  * contain mma.sync (or wgmma, with --arch 90a).  Needs no GPU.  Prints one
  * line per kernel.
  *
- *   nvrtc_check [--arch 90|90a] [--emit DIR] [--aligned-only] [--kernel SUBSTR] [-D NAME=V]... FILE.tile...
+ *   nvrtc_check [--arch 90|90a] [--emit DIR] [--aligned-only] [--settle] [--kernel SUBSTR] [-D NAME=V]... FILE.tile...
  * -D applies to the kernels declaring that constant; num_warps and occupancy
  * (the hints) to every kernel.  --kernel: only kernels whose name contains SUBSTR.
  * Each kernel is compiled twice: as the runtime specialises it for aligned
  * arrays with 31-bit offsets (vec16), and for arbitrary arrays (plain);
  * --aligned-only checks the first alone.
- * Kernels whose constants have no default are skipped unless -D gives them. */
+ * Kernels whose constants have no default are skipped unless -D gives them.
+ * --settle: the occupancy the runtime would settle on (cuda_compile_settled:
+ * lowered while ptxas spills) is checked, and printed as occ=N (from the
+ * first emission's M); else the occupancy asked for. */
 #include "ast.h"
+#include "cuda_compile.h"
 #include "cuda_nvrtc.h"
 #include "emit_cuda.h"
 #include "lower.h"
@@ -49,7 +53,7 @@ static bool has_const_without_default(const Decl *k, const ConstBinding *defs, i
 
 int main(int argc, char **argv) {
     int arch = 90, failures = 0, checked = 0, nvariants = 2;
-    bool sm90a = false;
+    bool sm90a = false, settle = false;
     const char *emit_dir = NULL;
     const char *only = NULL;   /* --kernel: only kernels whose name contains this */
     ConstBinding defs[64];
@@ -64,6 +68,7 @@ int main(int argc, char **argv) {
         }
         if (strcmp(argv[i], "--emit") == 0 && i + 1 < argc) { emit_dir = argv[++i]; continue; }
         if (strcmp(argv[i], "--aligned-only") == 0) { nvariants = 1; continue; }
+        if (strcmp(argv[i], "--settle") == 0) { settle = true; continue; }
         if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) { only = argv[++i]; continue; }
         if (strcmp(argv[i], "-D") == 0 && i + 1 < argc && ndefs < 64) {
             char err[256];
@@ -114,12 +119,24 @@ int main(int argc, char **argv) {
             for (int variant = 0; variant < nvariants; variant++) {
                 unsigned char flags[64];
                 memset(flags, variant ? 0 : (CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32), sizeof flags);
-                CudaEmitOptions opt = {0, f->nparams <= 64 ? flags : NULL, 1, sm90a && arch == 90};
+                CudaEmitOptions opt = {0, f->nparams <= 64 ? flags : NULL, 1, sm90a && arch == 90, 0};
                 CudaKernelCode code;
                 if (cuda_emit(f, &opt, &code, &d) != 0) {
                     fprintf(stderr, "%s", diag_text(&d));
                     failures++;
                     break;
+                }
+                int asked = code.occupancy;
+                if (settle) {   /* then the checks below on the emission it settled on */
+                    CudaImage im;
+                    char err[8192];
+                    if (cuda_compile_settled(f, opt, arch, &code, &im, err, sizeof err) != 0) {
+                        printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
+                        failures++;
+                        cuda_code_free(&code);
+                        continue;
+                    }
+                    cuda_image_free(&im);
                 }
                 if (emit_dir && variant == 0) {
                     char out[1024];
@@ -166,9 +183,11 @@ int main(int argc, char **argv) {
                  * leave that to ptxas */
                 bool injected = bin.log && strstr(bin.log, "warpgroup.wait is injected");
                 if (getenv("NVRTC_CHECK_LOG") && bin.log) printf("%s\n", bin.log);
-                printf("%-28s %-22s %s regs=%-3d spills=%d/%d stack=%d smem=%d threads=%d mma=%s %.0f ms%s%s%s%s\n", path,
+                char occ[48] = "";
+                if (settle) snprintf(occ, sizeof occ, " occ=%d (from %d)", code.occupancy, asked);
+                printf("%-28s %-22s %s regs=%-3d spills=%d/%d stack=%d smem=%d threads=%d%s mma=%s %.0f ms%s%s%s%s\n", path,
                        k->name, variant ? "plain" : "vec16", res.registers, res.spill_stores, res.spill_loads,
-                       res.stack_frame, code.smem_bytes, code.threads,
+                       res.stack_frame, code.smem_bytes, code.threads, occ,
                        !has_mma ? "no" : code.sm90a ? "wgmma" : "yes", bin.compile_ms,
                        serialized ? "  (wgmma serialized by ptxas)" : "",
                        injected ? "  (wgmma wait injected by ptxas)" : "", problem ? "  FAIL: " : "",
