@@ -52,11 +52,11 @@ static const char usage_text[] =
     "           registers, --block-n-out covering dstate; default fused for bf16/f16 inputs\n"
     "           with dstate <= 128, the faster there; separate for f32)\n"
     "           --occupancy-out N, --occupancy-state N (blocks per SM the registers of kernel\n"
-    "           3, of kernel 2, are sized for; default for kernel 3 with fused scores: 4 on\n"
-    "           wgmma (sm_90) where it fits without spills (no z, no --carry tf32, D per head\n"
-    "           or none, and dstate <= 64, or <= 128 with bf16 inputs and bf16 states), else 3\n"
-    "           (2 for f32, and for f32 states with dstate > 64 and a per-head D); 2 with\n"
-    "           separate scores (16-bit); else the compiler's)\n"
+    "           3, of kernel 2, are sized for, at most: the CUDA backend lowers it while ptxas\n"
+    "           spills; default for kernel 3 with fused scores 4 (2 for f32, and for f32 states\n"
+    "           with dstate > 64 and a per-head D), with separate scores 2 (16-bit); for kernel\n"
+    "           2 3 with 32-token steps where that makes fewer waves than 2 (16-bit, wgmma,\n"
+    "           64 x 128 state tiles); else the compiler's)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -502,11 +502,18 @@ static void plan_const(Plan *p, int k, const char *name, int value, int held) {
 }
 
 /* Does the run's backend compile its products for wgmma (sm_90a)?  The
- * register counts that decide blocks per SM differ from mma.sync's (the fused
- * compute_out fits 128 registers on wgmma, spills 44-52 bytes on mma.sync).
- * Without a context (--plan opens none) the answer is yes: the H200's. */
+ * register counts that decide blocks per SM differ from mma.sync's.  Without
+ * a context (--plan opens none) the answer is yes: the H200's. */
 static int on_wgmma(const Run *run) {
     return !run->ctx || strcmp(tile_ctx_codegen_tag(run->ctx), "wgmma") == 0;
+}
+
+/* Do `blocks` blocks make fewer waves over the device's SMs at `more` blocks
+ * per SM than at `fewer`?  Without a context (--plan) the H200's 132 SMs;
+ * never on the CPU backend. */
+static int fewer_waves(const Run *run, int blocks, int more, int fewer) {
+    const int sms = run->ctx ? tile_ctx_multiprocessors(run->ctx) : 132;
+    return sms > 0 && cdiv_int(blocks, more * sms) < cdiv_int(blocks, fewer * sms);
 }
 
 /* The plan of a run of shape s with options o and the optional inputs f
@@ -568,7 +575,21 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
      * at (8, 4096, 80, 64, 128, 1, 256) bf16 on the H200), 64 for f32 (2.03
      * vs 2.62 ms in tf32: 128 rows of f32 scores leave one block per SM). */
     const int block_m = min_int(o->block_m ? o->block_m : dt == TILE_F32 || heads > 1 || fused ? 64 : 128, Q);
-    const int block_k = min_int(o->block_k ? o->block_k : 64, Q);
+    /* fwd_pass_state's tokens per step: 64, or 32 at 3 blocks per SM where
+     * that makes fewer waves of blocks than 2 per SM.  With 16-bit inputs on
+     * wgmma a 64 x 128 state tile takes 242 registers and 79 KB of shared
+     * memory at 64-token steps (2 blocks per SM), 168 and 40 KB at 32 (3;
+     * ptxas, NVRTC 13.0).  At (8, 4096, 80, 64, 128, 1, 256) bf16, 640
+     * blocks, 2 waves instead of 3: 0.346 -> 0.316 ms.  Where the waves are as
+     * many the smaller steps cost: (2, 16384, 80, 64, 128) 0.449 -> 0.487,
+     * tf32 0.755 -> 0.773; with dstate 64 (64 x 64 tiles, 4 blocks per SM
+     * already) 0.210 -> 0.240 (H200, same call, 2026-12-02). */
+    const int state_blocks = cdiv_int(P, block_p_state) * cdiv_int(N, block_n_state) * H * Bt;
+    const int state_3_per_sm = dt != TILE_F32 && on_wgmma(run) && block_p_state == 64 && block_n_state == 128 &&
+                               !o->block_k && !o->occupancy_state && !o->warps_state && o->heads_state <= 1 &&
+                               fewer_waves(run, state_blocks, 3, 2);
+    const int block_k = min_int(o->block_k ? o->block_k : state_3_per_sm ? 32 : 64, Q);
+    const int occupancy_state = o->occupancy_state ? o->occupancy_state : state_3_per_sm ? 3 : 0;
     /* with several heads per block, 32 keeps it within 128 registers.  Fused
      * (C_m's fragments, the scores and the output all in registers): 64 rows on
      * 4 warps, 16 rows each, in 32-token steps (156-168 registers, 3 blocks
@@ -599,19 +620,15 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     /* Fused with f32 states and dstate over 64 (16-bit inputs): 2, the state
      * tile converted in registers spilling at 3 with the skip term on the
      * diagonal (ptxas, NVRTC 13.0: 215 registers at 2). */
-    /* Else 4 on wgmma where that fits 128 registers without spills (ptxas,
-     * NVRTC 13.0, aligned arrays; every dtype pair, skip term and gate, dstate
-     * 64 and 128 and 1, 4, 5 or 8 heads per block compiled): 16-bit inputs
-     * without the gate, a D per head dim or --carry tf32, and dstate up to 64,
-     * or up to 128 with bf16 inputs and bf16 states.  At 4 instead of 3
-     * compute_out took 0.896 -> 0.799 ms at (8, 4096, 80, 64, 128, 1, 256) bf16
-     * (H200, same call; docs/performance.md has the other shapes); with
-     * unaligned arrays it spills (150-200 bytes), with the others 3 is kept. */
-    const int fits_4 = dt != TILE_F32 && !f->has_z && has_d != 1 && !o->carry_tf32 && on_wgmma(run) &&
-                       (block_n_out <= 64 || (dt == TILE_BF16 && sdt == TILE_BF16 && block_n_out <= 128));
-    const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64 && has_d == 2) ? 2
-                                : fits_4                                                            ? 4
-                                                                                                    : 3;
+    /* Else 4, which the CUDA backend lowers one block at a time while ptxas
+     * reports spills (cuda_compile.h): on wgmma the defaults fit 128 registers
+     * with 16-bit inputs and no gate, no D per head dim, no --carry tf32, and
+     * dstate up to 64, or up to 128 with bf16 inputs and bf16 states (ptxas,
+     * NVRTC 13.0; the nvrtc_mamba2_settle tests pin where the others settle,
+     * at 3); on mma.sync they settle at 3.  At 4 instead of 3 compute_out took
+     * 0.896 -> 0.799 ms at (8, 4096, 80, 64, 128, 1, 256) bf16 (H200, same
+     * call; docs/performance.md has the other shapes). */
+    const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64 && has_d == 2) ? 2 : 4;
     const int occupancy_out = o->occupancy_out ? o->occupancy_out
                               : fused_defaults ? fused_occupancy
                               : !fused && heads == 1 && dt != TILE_F32 ? 2 : 0;
@@ -632,7 +649,7 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     plan_const(p, K_STATE, "BLOCK_N", block_n_state, o->block_n_state != 0);
     if (dt == TILE_F32) plan_const(p, K_STATE, "TF32", tf32, 1);
     if (warps_state) plan_const(p, K_STATE, "num_warps", warps_state, o->warps_state != 0);
-    if (o->occupancy_state) plan_const(p, K_STATE, "occupancy", o->occupancy_state, 1);
+    if (occupancy_state) plan_const(p, K_STATE, "occupancy", occupancy_state, o->occupancy_state != 0);
     if (o->heads_state > 1) plan_const(p, K_STATE, "HEADS", o->heads_state, 1);
 
     const int seq_heads = heads > 1         ? 1
@@ -1011,6 +1028,7 @@ static void print_plan(const Config *cfg, const M2Shape *s, const struct M2Rando
         }
         printf("\n");
     }
+    printf("  (occupancy: blocks per SM asked for; the CUDA backend lowers it while ptxas spills)\n");
     if (cfg->tune) printf("  (--tune would search each kernel's tune block from these)\n");
 }
 
