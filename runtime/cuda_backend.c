@@ -230,7 +230,10 @@ static const char *cuda_codegen_tag(tile_ctx *ctx) {
     return s && use_wgmma(s) ? "wgmma" : "mma.sync";
 }
 
-static int cuda_multiprocessors(tile_ctx *ctx) { return state(ctx) ? state(ctx)->multiprocessors : 0; }
+static int cuda_multiprocessors(tile_ctx *ctx) {
+    const CudaState *s = state(ctx);
+    return s ? s->multiprocessors : 0;
+}
 
 /* ---- the disk cache (disk_cache.h, kind "cuda") -------------------------------------- */
 
@@ -241,20 +244,22 @@ static void cuda_cache_warn(void *user, const char *path, const char *why) {
 /* The key: everything that decides the binary, the generated source and the
  * device header in full (so two kernels can never share an entry), the
  * options cuda_nvrtc_compile passes (for a cubin of sm_<arch>, with its
- * fallback to compute_90 PTX), and the occupancy rule of build_variant (the
- * source is its first attempt's). */
+ * fallback to compute_90 PTX), and whether the occupancy rule of
+ * cuda_compile_settled applied (the source is its first emission's; change
+ * the rule's line when the rule changes, so that old images are not reused). */
 static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a) {
     const char *fmt = "tilec %s cuda kernel\narch sm_%d\nnvrtc %s\n"
                       "options --gpu-architecture=sm_%d%s %s (else compute_90)\n"
-                      "occupancy lowered while ptxas spills\n"
+                      "occupancy %s\n"
                       "device header %zu bytes\n%s\nsource %zu bytes\n%s";
     size_t nheader = strlen(cuda_device_header), nsource = strlen(source);
     const char *opts = cuda_nvrtc_options(), *a = sm90a ? "a" : "";
-    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts, nheader,
+    const char *rule = cuda_compile_settles() ? "lowered while ptxas spills (fewest spills kept)" : "as asked";
+    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts, rule, nheader,
                      cuda_device_header, nsource, source);
     char *key = n < 0 ? NULL : malloc((size_t)n + 1);
     if (key) snprintf(key, (size_t)n + 1, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts,
-                      nheader, cuda_device_header, nsource, source);
+                      rule, nheader, cuda_device_header, nsource, source);
     return key;
 }
 
@@ -293,16 +298,16 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         image = NULL;
     }
     if (!image) {
-        CudaImage im;
+        CudaCompiled im;
         char err[16384];
         if (cuda_compile_settled(f, opt, s->arch, &code, &im, err, sizeof err) != 0) {
             free(key);
             cuda_code_free(&code);
             return tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': %s", f->name, err);
         }
-        image = im.data;
+        image = im.image;
         size = im.size;
-        im.data = NULL;
+        im.image = NULL;
         if (key) disk_cache_put(s->cache_dir, CUDA_CACHE_KIND, key, image, size, NULL, 0);   /* best effort */
     }
     free(key);

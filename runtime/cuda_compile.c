@@ -2,11 +2,15 @@
  *
  * A kernel's occupancy (its hint, or the emitter's choice) sets the registers
  * ptxas may give a thread.  Asked for more blocks per SM than the kernel's
- * registers allow, ptxas spills them to local memory, which in the kernels
- * measured cost more than the warps it bought (docs/performance.md); how many
- * registers a kernel takes is known only after ptxas.  So the occupancy is
- * honoured when it compiles without spills and lowered one block at a time
- * otherwise. */
+ * registers allow, ptxas spills them to local memory; how many registers a
+ * kernel takes is known only after ptxas.  So the occupancy is honoured where
+ * it compiles without spills and lowered one block at a time otherwise.
+ * Spilling is not always slower: on the H200 Mamba-2's fused compute_out ran
+ * faster at 4 blocks per SM with 32 bytes of spills than at 3 without, and
+ * with f16 inputs at 4 with 208 bytes than at 2 (docs/performance.md).  But
+ * its cost is unbounded (a spill in a hot loop is a local-memory round trip
+ * each iteration), and the examples are held to none; a kernel whose spills
+ * pay is compiled as asked with TILEC_SETTLE_OCCUPANCY=0. */
 #include "cuda_compile.h"
 
 #include <stdio.h>
@@ -15,27 +19,37 @@
 #include <time.h>
 #include <unistd.h>
 
-void cuda_image_free(CudaImage *im) {
-    if (!im) return;
-    free(im->data);
-    memset(im, 0, sizeof *im);
+/* The most registers ptxas gives a thread: no fewer blocks can buy more. */
+#define MAX_REGISTERS 255
+
+int cuda_compile_settles(void) {
+    const char *v = getenv("TILEC_SETTLE_OCCUPANCY");
+    return !(v && strcmp(v, "0") == 0);
+}
+
+void cuda_compile_free(CudaCompiled *c) {
+    if (!c) return;
+    free(c->image);
+    memset(c, 0, sizeof *c);
 }
 
 /* NVRTC 12.9+ may answer a source it has compiled before (in any process)
  * from its own cache without running ptxas, so without the resource report
  * the rule reads: a symbol unique to this compilation makes the source new. */
 static char *with_nonce(const char *source) {
-    static unsigned long count;
+    static unsigned long count;   /* contexts may compile on several threads */
+    unsigned long mine = __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED);
     size_t n = strlen(source) + 128;
     char *s = malloc(n);
     if (s) snprintf(s, n, "%s\n__device__ int tilec_compile_nonce_%ld_%ld_%lu;\n", source, (long)getpid(),
-                    (long)time(NULL), count++);
+                    (long)time(NULL), mine);
     return s;
 }
 
-/* One image of `code`: a cubin for sm_<arch> (PTX for sm_90 when NVRTC does
- * not know the architecture), with ptxas's report when there is a cubin. */
-static int compile_once(const CudaKernelCode *code, int arch, CudaImage *out, char *err, size_t errlen) {
+/* One image of `code` into *out (empty on entry): a cubin for sm_<arch> (PTX
+ * for sm_90 when NVRTC does not know the architecture), with ptxas's report
+ * when there is a cubin. */
+static int compile_once(const CudaKernelCode *code, int arch, CudaCompiled *out, char *err, size_t errlen) {
     CudaBinary bin;
     int rc = cuda_nvrtc_compile(code->source, code->name, arch, code->sm90a, 1, &bin, err, errlen);
     if (rc != 0 && !code->sm90a && strstr(err, "INVALID_OPTION")) {   /* a device newer than NVRTC */
@@ -62,15 +76,12 @@ static int compile_once(const CudaKernelCode *code, int arch, CudaImage *out, ch
         }
         free(unique);
     }
-    free(out->data);
-    out->arch = arch;
-    out->is_cubin = bin.cubin != NULL;
     if (bin.cubin) {
-        out->data = bin.cubin;
+        out->image = bin.cubin;
         out->size = bin.cubin_size;
         bin.cubin = NULL;
     } else {
-        out->data = bin.ptx;
+        out->image = bin.ptx;
         out->size = bin.ptx_size + 1;
         bin.ptx = NULL;
     }
@@ -78,27 +89,48 @@ static int compile_once(const CudaKernelCode *code, int arch, CudaImage *out, ch
     return 0;
 }
 
-int cuda_compile_settled(const IrFunc *f, CudaEmitOptions opt, int arch, CudaKernelCode *code, CudaImage *out,
+static int spilled(const CudaCompiled *c) { return c->res.spill_stores + c->res.spill_loads; }
+
+int cuda_compile_settled(const IrFunc *f, CudaEmitOptions opt, int arch, CudaKernelCode *code, CudaCompiled *out,
                          char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    for (;;) {
-        if (compile_once(code, arch, out, err, errlen) != 0) {
-            cuda_image_free(out);
-            return -1;
-        }
-        if (out->res.spill_stores + out->res.spill_loads == 0 || code->occupancy <= 1) return 0;
-        opt.max_occupancy = code->occupancy - 1;
+    if (compile_once(code, arch, out, err, errlen) != 0) return -1;
+    if (!cuda_compile_settles()) return 0;
+    /* the last attempt's occupancy and registers (the best one's are *code's and *out's) */
+    int occupancy = code->occupancy, registers = out->res.registers, last_spilled = spilled(out);
+    while (last_spilled > 0 && occupancy > 1 && registers < MAX_REGISTERS) {
+        opt.max_occupancy = occupancy - 1;
         CudaKernelCode lower;
         Diag d;
         diag_init(&d, "", "");
         int rc = cuda_emit(f, &opt, &lower, &d);
         if (rc != 0) snprintf(err, errlen, "%s", diag_text(&d));
         diag_free(&d);
+        CudaCompiled next = {0};
+        if (rc == 0 && compile_once(&lower, arch, &next, err, errlen) != 0) {
+            cuda_code_free(&lower);
+            rc = -1;
+        }
         if (rc != 0) {
-            cuda_image_free(out);
+            cuda_compile_free(out);
             return -1;
         }
-        cuda_code_free(code);
-        *code = lower;
+        occupancy = lower.occupancy;
+        registers = next.res.registers;
+        last_spilled = spilled(&next);
+        next.compilations += out->compilations;
+        next.compile_ms += out->compile_ms;
+        if (last_spilled < spilled(out)) {   /* fewer spills: the new best */
+            cuda_compile_free(out);
+            *out = next;
+            cuda_code_free(code);
+            *code = lower;
+        } else {                             /* keep the higher occupancy's */
+            out->compilations = next.compilations;
+            out->compile_ms = next.compile_ms;
+            cuda_compile_free(&next);
+            cuda_code_free(&lower);
+        }
     }
+    return 0;
 }

@@ -20,6 +20,7 @@
 #include "tile.h"
 #include "emit_cuda.h"
 #ifdef TILE_HAVE_CUDA
+#include "cuda_compile.h"
 #include "cuda_nvrtc.h"
 #endif
 
@@ -84,7 +85,9 @@ static const char help_text[] =
     "  -o OUT              write the output to OUT instead of stdout\n"
     "  --dump-after=PASS   with --emit=ir, also print the IR after PASS (or all):%s\n"
     "  --arch=sm_XX        the GPU of --emit=cuda|ptx|cubin (default sm_90); sm_90a\n"
-    "                      adds Hopper's own instructions (wgmma)\n"
+    "                      adds Hopper's own instructions (wgmma); ptx and cubin are\n"
+    "                      at the occupancy the runtime settles on (lowered while\n"
+    "                      ptxas spills; TILEC_SETTLE_OCCUPANCY=0: as asked)\n"
     "\n"
     "tilec run compiles one kernel and launches it; every array the kernel\n"
     "can write is saved back to its .npy path.  ARG is one of\n"
@@ -281,6 +284,14 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
 #ifdef TILE_HAVE_CUDA
         CudaBinary bin;
         char err[16384];
+        /* the emission the runtime would load: occupancy lowered while ptxas spills */
+        CudaCompiled settled;
+        if (cuda_compile_settled(funcs[i], opt, arch_number(o), &code, &settled, err, sizeof err) != 0) {
+            cuda_code_free(&code);
+            fprintf(stderr, "%s\n", err);
+            return EXIT_COMPILE;
+        }
+        cuda_compile_free(&settled);
         int ok = cuda_nvrtc_compile(code.source, code.name, arch_number(o), code.sm90a, what == 2, &bin, err, sizeof err) == 0;
         cuda_code_free(&code);
         if (!ok) {

@@ -55,13 +55,15 @@ static const char usage_text[] =
     "           3, of kernel 2, are sized for, at most: the CUDA backend lowers it while ptxas\n"
     "           spills; default for kernel 3 with fused scores 4 (2 for f32, and for f32 states\n"
     "           with dstate > 64 and a per-head D), with separate scores 2 (16-bit); for kernel\n"
-    "           2 3 with 32-token steps where that makes fewer waves than 2 (16-bit, wgmma,\n"
-    "           64 x 128 state tiles); else the compiler's)\n"
+    "           2: 3, with 32-token steps, where that makes fewer waves of blocks than 2\n"
+    "           (16-bit inputs on wgmma, 64 x 128 state tiles, no kernel-2 flags given); else\n"
+    "           the compiler's)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
-    "  plan:    --plan (print each kernel the run would launch on an sm_90 GPU (wgmma), its\n"
-    "           constants and grid, and stop: no inputs made, no backend opened)\n"
+    "  plan:    --plan (print each kernel the run would launch on an sm_90 GPU with 132 SMs\n"
+    "           (wgmma: an H200), its constants and grid, and stop: no inputs made, no backend\n"
+    "           opened)\n"
     "With neither --bench nor --save, --check is implied.  MAMBA2_TILE_DIR overrides\n"
     "where the .tile programs are read from.\n";
 
@@ -623,9 +625,10 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     /* Else 4, which the CUDA backend lowers one block at a time while ptxas
      * reports spills (cuda_compile.h): on wgmma the defaults fit 128 registers
      * with 16-bit inputs and no gate, no D per head dim, no --carry tf32, and
-     * dstate up to 64, or up to 128 with bf16 inputs and bf16 states (ptxas,
-     * NVRTC 13.0; the nvrtc_mamba2_settle tests pin where the others settle,
-     * at 3); on mma.sync they settle at 3.  At 4 instead of 3 compute_out took
+     * dstate up to 64, or up to 128 with bf16 inputs and bf16 states; with the
+     * gate or a D per head dim they settle at 3, with --carry tf32 at 2 (it
+     * spilled 124 bytes at the 3 asked for before), and on mma.sync at 3
+     * (ptxas, NVRTC 13.0; tests/gpu's nvrtc_mamba2_settle pins them).  At 4 instead of 3 compute_out took
      * 0.896 -> 0.799 ms at (8, 4096, 80, 64, 128, 1, 256) bf16 (H200, same
      * call; docs/performance.md has the other shapes). */
     const int fused_occupancy = dt == TILE_F32 || (sdt == TILE_F32 && block_n_out > 64 && has_d == 2) ? 2 : 4;
@@ -1028,7 +1031,10 @@ static void print_plan(const Config *cfg, const M2Shape *s, const struct M2Rando
         }
         printf("\n");
     }
-    printf("  (occupancy: blocks per SM asked for; the CUDA backend lowers it while ptxas spills)\n");
+    int asks = 0;
+    for (int k = 0; k < K_COUNT; k++)
+        for (int i = 0; i < plan.nconsts[k]; i++) asks |= !plan.skip[k] && !strcmp(plan.consts[k][i].name, "occupancy");
+    if (asks) printf("  (occupancy: blocks per SM asked for; the CUDA backend lowers it while ptxas spills)\n");
     if (cfg->tune) printf("  (--tune would search each kernel's tune block from these)\n");
 }
 

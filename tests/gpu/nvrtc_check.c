@@ -126,9 +126,9 @@ int main(int argc, char **argv) {
                     failures++;
                     break;
                 }
-                int asked = code.occupancy;
+                int asked = code.occupancy, settle_runs = 0;
                 if (settle) {   /* then the checks below on the emission it settled on */
-                    CudaImage im;
+                    CudaCompiled im;
                     char err[8192];
                     if (cuda_compile_settled(f, opt, arch, &code, &im, err, sizeof err) != 0) {
                         printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
@@ -136,7 +136,8 @@ int main(int argc, char **argv) {
                         cuda_code_free(&code);
                         continue;
                     }
-                    cuda_image_free(&im);
+                    settle_runs = im.compilations;
+                    cuda_compile_free(&im);
                 }
                 if (emit_dir && variant == 0) {
                     char out[1024];
@@ -151,7 +152,7 @@ int main(int argc, char **argv) {
                  * process) from its own cache, without running ptxas, so without
                  * the resource report read below: a symbol unique to this
                  * compilation makes every source new. */
-                static unsigned long compilations;
+                static unsigned long compilations;   /* one thread here */
                 size_t n = strlen(code.source) + 128;
                 char *unique = malloc(n);
                 if (!unique) return 1;
@@ -184,7 +185,7 @@ int main(int argc, char **argv) {
                 bool injected = bin.log && strstr(bin.log, "warpgroup.wait is injected");
                 if (getenv("NVRTC_CHECK_LOG") && bin.log) printf("%s\n", bin.log);
                 char occ[48] = "";
-                if (settle) snprintf(occ, sizeof occ, " occ=%d (from %d)", code.occupancy, asked);
+                if (settle) snprintf(occ, sizeof occ, " occ=%d (from %d, %d compiles)", code.occupancy, asked, settle_runs);
                 printf("%-28s %-22s %s regs=%-3d spills=%d/%d stack=%d smem=%d threads=%d%s mma=%s %.0f ms%s%s%s%s\n", path,
                        k->name, variant ? "plain" : "vec16", res.registers, res.spill_stores, res.spill_loads,
                        res.stack_frame, code.smem_bytes, code.threads, occ,

@@ -355,6 +355,8 @@ static void test_helpers(void) {
     CHECK(tile_ctx_backend(ctx) == TILE_BACKEND_CPU);
     CHECK(strcmp(tile_ctx_codegen_tag(ctx), "") == 0);   /* the interpreter generates no code */
     CHECK(strcmp(tile_ctx_codegen_tag(NULL), "") == 0);
+    CHECK(tile_ctx_multiprocessors(ctx) == 0);   /* no SMs to size grids by */
+    CHECK(tile_ctx_multiprocessors(NULL) == 0);
 }
 
 /* A kernel generic over its arrays' dtype: one specialisation per binding. */
