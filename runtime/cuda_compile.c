@@ -16,8 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 /* The most registers ptxas gives a thread: no fewer blocks can buy more. */
 #define MAX_REGISTERS 255
@@ -31,19 +29,6 @@ void cuda_compile_free(CudaCompiled *c) {
     if (!c) return;
     free(c->image);
     memset(c, 0, sizeof *c);
-}
-
-/* NVRTC 12.9+ may answer a source it has compiled before (in any process)
- * from its own cache without running ptxas, so without the resource report
- * the rule reads: a symbol unique to this compilation makes the source new. */
-static char *with_nonce(const char *source) {
-    static unsigned long count;   /* contexts may compile on several threads */
-    unsigned long mine = __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED);
-    size_t n = strlen(source) + 128;
-    char *s = malloc(n);
-    if (s) snprintf(s, n, "%s\n__device__ int tilec_compile_nonce_%ld_%ld_%lu;\n", source, (long)getpid(),
-                    (long)time(NULL), mine);
-    return s;
 }
 
 /* One image of `code` into *out (empty on entry): a cubin for sm_<arch> (PTX
@@ -61,9 +46,8 @@ static int compile_once(const CudaKernelCode *code, int arch, CudaCompiled *out,
     out->compile_ms += bin.compile_ms;
     cuda_nvrtc_resources(bin.cubin ? bin.log : NULL, &out->res);
     if (bin.cubin && !out->res.found) {   /* answered from NVRTC's cache: again, for the report */
-        char *unique = with_nonce(code->source);
         CudaBinary again;
-        if (unique && cuda_nvrtc_compile(unique, code->name, arch, code->sm90a, 1, &again, err, errlen) == 0) {
+        if (cuda_nvrtc_compile_fresh(code->source, code->name, arch, code->sm90a, 1, &again, err, errlen) == 0) {
             out->compilations++;
             out->compile_ms += again.compile_ms;
             if (again.cubin) {
@@ -74,7 +58,6 @@ static int compile_once(const CudaKernelCode *code, int arch, CudaCompiled *out,
                 cuda_binary_free(&again);
             }
         }
-        free(unique);
     }
     if (bin.cubin) {
         out->image = bin.cubin;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_ms(void) {
     struct timespec ts;
@@ -120,6 +121,23 @@ int cuda_nvrtc_compile(const char *source, const char *name, int arch, int arch_
         return -1;
     }
     return 0;
+}
+
+int cuda_nvrtc_compile_fresh(const char *source, const char *name, int arch, int arch_specific, int want_cubin,
+                             CudaBinary *out, char *err, size_t errlen) {
+    static unsigned long count;   /* contexts may compile on several threads */
+    unsigned long mine = __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED);
+    size_t n = strlen(source) + 128;
+    char *unique = malloc(n);
+    if (!unique) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(unique, n, "%s\n__device__ int tilec_nonce_%ld_%ld_%lu;\n", source, (long)getpid(), (long)time(NULL),
+             mine);
+    int rc = cuda_nvrtc_compile(unique, name, arch, arch_specific, want_cubin, out, err, errlen);
+    free(unique);
+    return rc;
 }
 
 static int number_before(const char *s, const char *word) {

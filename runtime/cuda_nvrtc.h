@@ -30,6 +30,12 @@ typedef struct CudaResources {
  * Returns 0, or -1 with a message (the NVRTC log included) in err. */
 int  cuda_nvrtc_compile(const char *source, const char *name, int arch, int arch_specific, int want_cubin,
                         CudaBinary *out, char *err, size_t errlen);
+/* cuda_nvrtc_compile on the source with a symbol unique to this call added:
+ * NVRTC 12.9+ may answer a source it has compiled before (in any process)
+ * from its own cache without running ptxas, so without the resource report
+ * (cuda_nvrtc_resources).  For callers that must read the report. */
+int  cuda_nvrtc_compile_fresh(const char *source, const char *name, int arch, int arch_specific, int want_cubin,
+                              CudaBinary *out, char *err, size_t errlen);
 void cuda_binary_free(CudaBinary *b);
 /* The compile options besides --gpu-architecture, as one string, for cache keys. */
 const char *cuda_nvrtc_options(void);

@@ -25,8 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 
 typedef struct Walk { bool tensor_mma; } Walk;
@@ -148,18 +146,8 @@ int main(int argc, char **argv) {
                 CudaBinary bin;
                 char err[8192];
                 checked++;
-                /* NVRTC 12.9+ may answer a source it has compiled before (in any
-                 * process) from its own cache, without running ptxas, so without
-                 * the resource report read below: a symbol unique to this
-                 * compilation makes every source new. */
-                static unsigned long compilations;   /* one thread here */
-                size_t n = strlen(code.source) + 128;
-                char *unique = malloc(n);
-                if (!unique) return 1;
-                snprintf(unique, n, "%s\n__device__ int tilec_nvrtc_check_nonce_%ld_%ld_%lu;\n", code.source,
-                         (long)getpid(), (long)time(NULL), compilations++);
-                int rc = cuda_nvrtc_compile(unique, code.name, arch, code.sm90a, 1, &bin, err, sizeof err);
-                free(unique);
+                /* fresh: the resource report below needs ptxas to run */
+                int rc = cuda_nvrtc_compile_fresh(code.source, code.name, arch, code.sm90a, 1, &bin, err, sizeof err);
                 if (rc != 0) {
                     printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
                     failures++;
