@@ -1739,7 +1739,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * or serializes the products and spills) */
     const int wgmma_blocks = E.wgmma_acc_regs ? 65536 / (E.threads * (E.wgmma_acc_regs + 48)) : 0;
     if (E.wgmma_acc_regs && occ > wgmma_blocks) occ = wgmma_blocks > 0 ? wgmma_blocks : 1;
-    if (E.opt.max_occupancy > 0 && occ > E.opt.max_occupancy) occ = E.opt.max_occupancy;
+    if (E.opt.max_occupancy > 0 && (occ <= 0 || occ > E.opt.max_occupancy)) occ = E.opt.max_occupancy;
     if (occ > 0) ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", E.threads, occ, name.p);
     else ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", E.threads, name.p);
     emit_params(&E, &o);

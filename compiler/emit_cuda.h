@@ -35,8 +35,9 @@ typedef struct CudaEmitOptions {
      * wgmma (emit_cuda_wgmma.c); CudaKernelCode.sm90a says whether one did */
     int target_sm90a;
     /* > 0: at most this many blocks per SM in __launch_bounds__, whatever
-     * the kernel's occupancy hint asks (the CUDA backend lowers it one step
-     * at a time while ptxas reports spills) */
+     * the kernel's occupancy hint asks, and this many where it asks none
+     * (the CUDA backend lowers it one step at a time while ptxas reports
+     * spills) */
     int max_occupancy;
 } CudaEmitOptions;
 

@@ -19,6 +19,8 @@
 
 /* The most registers ptxas gives a thread: no fewer blocks can buy more. */
 #define MAX_REGISTERS 255
+/* Registers per SM (every GPU since Kepler) */
+#define REGISTER_FILE 65536
 
 int cuda_compile_settles(void) {
     const char *v = getenv("TILEC_SETTLE_OCCUPANCY");
@@ -81,6 +83,12 @@ int cuda_compile_settled(const IrFunc *f, CudaEmitOptions opt, int arch, CudaKer
     if (!cuda_compile_settles()) return 0;
     /* the last attempt's occupancy and registers (the best one's are *code's and *out's) */
     int occupancy = code->occupancy, registers = out->res.registers, last_spilled = spilled(out);
+    /* None asked: ptxas chose the registers of some number of blocks per SM
+     * on its own (Mamba-2's fwd_pass_state in f16 on mma.sync: 128 registers,
+     * 4 blocks of 128 threads, and 16 bytes of spills, where shared memory
+     * allows 3); the rule starts from that number. */
+    if (occupancy <= 0 && last_spilled > 0 && registers > 0 && code->threads > 0)
+        occupancy = REGISTER_FILE / (registers * code->threads);
     while (last_spilled > 0 && occupancy > 1 && registers < MAX_REGISTERS) {
         opt.max_occupancy = occupancy - 1;
         CudaKernelCode lower;

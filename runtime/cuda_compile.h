@@ -23,8 +23,9 @@ int  cuda_compile_settles(void);
 
 /* Compiles *code, the kernel's emission with `opt`, for sm_<arch>.  While
  * ptxas reports local-memory spills, the emission asked __launch_bounds__
- * for more than one block per SM (code->occupancy) and the registers were
- * not already at ptxas's maximum, emits the kernel again with one block fewer
+ * for more than one block per SM (code->occupancy; where it asked none, the
+ * blocks ptxas's registers allow) and the registers were not already at
+ * ptxas's maximum, emits the kernel again with one block fewer
  * (opt.max_occupancy) and compiles that.  Keeps the image with the fewest
  * spilled bytes, the first such (highest occupancy) on a tie, and sets *code
  * to the emission it is of.  The caller frees *code (cuda_code_free) either
