@@ -5,7 +5,7 @@
 #   bash bench/run_gpu.sh [--quick | --build-only]
 #   (--quick: tests only, no benchmarks; --build-only: the build, for bench/ab_mamba2.sh)
 # Knobs: TILEC_GPU_TESTS=REGEX (only those GPU tests), TILEC_SKIP_NVRTC=1,
-#        TILEC_BENCH_ONLY=rows|matmul, TILE_CACHE_DIR (default /tmp/tilec-cache).
+#        TILEC_BENCH_ONLY=rows|matmul|bf16|tf32|tf32nt, TILE_CACHE_DIR (default /tmp/tilec-cache).
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

@@ -9,10 +9,12 @@
  * 16-byte aligned with a unit-stride last axis (CUDA_ARRAY_VEC16) and that
  * axis is one of the tile's two non-unit axes; and when out-of-range
  * elements read as zero.  Its tile never visits registers: cp.async writes
- * it to shared memory as memory holds it (the contiguous axis innermost,
- * rows padded so fragment reads are free of bank conflicts) and the mma
- * reads its fragments there, with ldmatrix or ldmatrix.trans depending on
- * which way round the operand is stored.
+ * it to shared memory as memory holds it (the contiguous axis innermost;
+ * 16-bit tiles swizzled so that both the copies' writes and ldmatrix's
+ * reads are free of bank conflicts, mma_swizzle; 32-bit ones in rows padded
+ * for the fragment reads) and the mma reads its fragments there, with
+ * ldmatrix or ldmatrix.trans depending on which way round the operand is
+ * stored, or for tf32 element by element.
  *
  * An async load at the top level of a `for` body is *pipelined* when its
  * indices can be recomputed for a later iteration (pure scalar functions of
@@ -198,6 +200,22 @@ static int async_pitch(int cols, int size, int which, int col_dim) {
     return cols + ((target - cols % 32) % 32 + 32) % 32;
 }
 
+/* The swizzle (128, 64 or 32 bytes; 0: padded rows) of a 16-bit mma.sync
+ * operand's buffer: the widest its rows split into, in whole 8-row groups.
+ * Padded rows keep ldmatrix's reads free of bank conflicts but not
+ * cp.async's 16-byte writes: 8 rows of 80 bytes (a 128 x 32 bf16 tile)
+ * took 15 shared-memory wavefronts a warp instead of 4, and the shared
+ * memory pipe, not the tensor cores, bounded the matmul (Nsight, H200,
+ * docs/performance.md).  The swizzle wgmma reads (ce_swizzle_offset) is
+ * conflict-free for both. */
+static int mma_swizzle(Emitter *E, const Type *t, int row, int col) {
+    int s = ce_regsize(t->dtype), row_bytes = t->shape[col] * s;
+    if (s != 2 || E->opt_mma_noswizzle || tile_rows(t, row) % 8) return 0;
+    for (int w = 128; w >= 32; w /= 2)
+        if (row_bytes % w == 0) return w;
+    return 0;
+}
+
 /* The loads that reach mma `o`'s operands through views and casts: async. */
 static void mark_operands(Emitter *E, const IrOp *o) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
@@ -212,6 +230,12 @@ static void mark_operands(Emitter *E, const IrOp *o) {
         load_axes(ops[0], lt, &row, &col);
         E->async_kind[lv] = ASYNC_LOAD;
         E->async_pitch[lv] = async_pitch(lt->shape[col], ce_regsize(lt->dtype), w, col_dim);
+        int sw = mma_swizzle(E, lt, row, col);
+        if (sw) {   /* no padding: the swizzle keeps both sides free of bank conflicts */
+            E->async_swizzle[lv] = (short)sw;
+            E->async_pitch[lv] = lt->shape[col];
+            E->swizzled = true;
+        }
         for (int k = 1; k < n; k++) E->async_kind[ops[k]->result] = ASYNC_VIEW;
     }
 }
@@ -238,6 +262,7 @@ void ce_async_analyse(Emitter *E) {
         E->async_ptr[i] = NULL;
         E->async_stages[i] = 0;
     }
+    E->swizzled = false;
     count_uses(E, E->f->body);
     ce_each_mma(E, E->f->body, mark_operands);
 }
@@ -276,7 +301,13 @@ static int64_t async_alloc(Emitter *E, int lv, int64_t bytes) {
 typedef enum { FORM_ROWS, FORM_CORE, FORM_SWIZZLE } BufForm;
 
 static BufForm buf_form(const Emitter *E, int lv) {
-    return !E->async_core[lv] ? FORM_ROWS : E->async_swizzle[lv] ? FORM_SWIZZLE : FORM_CORE;
+    return E->async_swizzle[lv] ? FORM_SWIZZLE : E->async_core[lv] ? FORM_CORE : FORM_ROWS;
+}
+
+const char *ce_swizzle_offset(Emitter *E, int w, const char *r, const char *k, int rows, int s) {
+    int wl = w == 128 ? 7 : w == 64 ? 6 : 5;   /* log2 w */
+    return ce_fmt_str(E, "(((%s) * %d >> %d) * %d + (%s) * %d + ((((%s) * %d >> 4) ^ ((%s) * %d >> 7)) & %d) * 16)", k, s, wl,
+                      rows * w, r, w, k, s, r, w, w / 16 - 1);
 }
 
 /* Byte offset in a tile's buffer of the 16-byte piece at row `r`, element
@@ -285,22 +316,17 @@ static BufForm buf_form(const Emitter *E, int lv) {
  *   FORM_CORE: core matrices (wgmma's no-swizzle layout, emit_cuda_wgmma.c):
  *     each 8 rows x 16 bytes stored as 128 contiguous bytes, those of an
  *     8-row group side by side;
- *   FORM_SWIZZLE: wgmma's swizzle of width w (32, 64 or 128 bytes): the
- *     columns in panels of w bytes, each panel `rows` rows of w bytes, piece
- *     p of row r stored at p ^ (address bits 7.. of the row), as the hardware
- *     reads it (for 128: p ^ (r % 8); so the 16-byte writes of a quarter warp,
- *     8 pieces of a row or the same piece of 8 rows, fall in 8 bank groups). */
+ *   FORM_SWIZZLE: the swizzle of width w (32, 64 or 128 bytes) that wgmma
+ *     reads (ce_swizzle_offset; for 128: p ^ (r % 8)): the 16-byte writes of
+ *     a quarter warp, 8 pieces of a row or the same piece of 8 rows, fall in
+ *     8 bank groups, and so do ldmatrix's reads of 8 rows' same piece. */
 static const char *copy_dst(Emitter *E, BufForm form, int w, const char *r, const char *k, int rows, int cols, int pitch,
                             int s) {
     switch (form) {
     case FORM_ROWS: return ce_fmt_str(E, "(%s * %d + %s) * %d", r, pitch, k, s);
     case FORM_CORE:
         return ce_fmt_str(E, "((%s >> 3) * %d + ((%s) * %d >> 4) * 128 + (%s & 7) * 16)", r, 8 * cols * s, k, s, r);
-    case FORM_SWIZZLE: {
-        int wl = w == 128 ? 7 : w == 64 ? 6 : 5;   /* log2 w */
-        return ce_fmt_str(E, "(((%s) * %d >> %d) * %d + (%s) * %d + ((((%s) * %d >> 4) ^ ((%s) * %d >> 7)) & %d) * 16)", k, s, wl,
-                          rows * w, r, w, k, s, r, w, w / 16 - 1);
-    }
+    case FORM_SWIZZLE: return ce_swizzle_offset(E, w, r, k, rows, s);
     }
     return "0";
 }
@@ -847,5 +873,9 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     out->ld = E->async_pitch[lv];
     out->kmajor = which == 0 ? col_dim == 1 : col_dim == 0;
     out->round_tf32 = round;
+    out->swizzle = E->async_core[lv] ? 0 : E->async_swizzle[lv];   /* (wgmma reads its own layouts) */
+    int row, col;
+    load_axes(ops[0], ce_vtype(E, lv), &row, &col);
+    out->rows = tile_rows(ce_vtype(E, lv), row);
     return true;
 }

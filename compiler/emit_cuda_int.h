@@ -97,14 +97,16 @@ typedef struct Emitter {
     /* wgmma (emit_cuda_wgmma.c) */
     signed char *wgmma_split; /* per mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
     bool *wgmma_reg_a;        /* per mma result on wgmma: A read from registers (fragments), not shared memory */
-    bool *async_core;         /* per async load: its buffer is in a wgmma layout, not padded rows */
+    bool *async_core;         /* per async load: its buffer is in a wgmma layout (else mma.sync's) */
     bool *async_round;        /* ... its f32 elements rounded to tf32 in shared memory once they land (wgmma reads them so) */
-    short *async_swizzle;     /* ... that layout: rows of 32, 64 or 128 bytes, their 16-byte pieces
-                               * permuted (the swizzle of that width); 0: no-swizzle core matrices */
+    short *async_swizzle;     /* ... rows of 32, 64 or 128 bytes, their 16-byte pieces permuted (the
+                               * swizzle of that width; mma.sync's 16-bit operands take it too);
+                               * 0: core matrices (wgmma) or padded rows (mma.sync) */
     bool swizzled;            /* some buffer is swizzled: shared memory aligned to SWIZZLE_ALIGN */
     bool opt_wgmma;           /* CudaEmitOptions.target_sm90a */
     bool opt_wgmma_wait0;     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
     bool opt_wgmma_noswizzle; /* TILEC_WGMMA_NOSWIZZLE: core matrices only (for measurements) */
+    bool opt_mma_noswizzle;   /* TILEC_MMA_NOSWIZZLE: mma.sync's operands in padded rows (for measurements) */
     bool opt_tf32_truncate;   /* TILEC_TF32_TRUNCATE: tf32 wgmma operands not rounded in shared memory
                                * (wgmma truncates them; for measurements) */
     bool opt_wgmma_noreg;     /* TILEC_WGMMA_NOREG: no wgmma with A from registers (for measurements) */
@@ -184,7 +186,15 @@ typedef struct SmemOperand {
     int ld;             /* elements between stored rows */
     bool kmajor;        /* stored with K contiguous: A as [M][K], B as [N][K] */
     bool round_tf32;    /* f32 in memory, rounded to tf32 when read */
+    int swizzle;        /* 0: rows `ld` apart; else swizzled rows of this many bytes (ce_swizzle_offset) */
+    int rows;           /* stored rows (a swizzled tile's panels are rows x swizzle bytes) */
 } SmemOperand;
+/* Byte offset of the 16-byte piece at row `r`, element column `k` (C
+ * expressions; k a multiple of 16 bytes' worth) of a tile of `rows` rows of
+ * `s`-byte elements stored swizzled with width w (32, 64 or 128 bytes): the
+ * columns in panels of w bytes, each panel `rows` rows of w bytes, piece p of
+ * row r stored at p ^ (address bits 7.. of the row within the panel). */
+const char *ce_swizzle_offset(Emitter *E, int w, const char *r, const char *k, int rows, int s);
 typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across a nested one */
     Pipe pipe;
     int64_t top;

@@ -265,16 +265,23 @@ bool ce_mma_on_tensor_cores(const Type *at, const Type *bt, const Type *t) {
            M % 16 == 0 && N % 8 == 0 && K % kstep == 0;
 }
 
+/* The address of the 16 bytes at stored row `r`, column `c` (C expressions;
+ * c a multiple of 8 elements) of 16-bit operand `o`, for ldmatrix. */
+static const char *ldsm_at(Emitter *E, const SmemOperand *o, const char *r, const char *c) {
+    if (!o->swizzle) return ce_fmt_str(E, "%s + (%s) * %d + %s", o->base, r, o->ld, c);
+    return ce_fmt_str(E, "(const unsigned char *)%s + %s", o->base, ce_swizzle_offset(E, o->swizzle, r, c, o->rows, 2));
+}
+
 /* Fragment registers of the A operand (m16 x k16, or k8 for tf32) of rows
  * m0 + 16 mi, from shared memory as `o` describes. */
 static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int s) {
     if (s == 2) {
         if (o->kmajor)
-            ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s + (m0 + %d + (lane & 15)) * %d + k0 + (lane >> 4) * 8);",
-                mi, mi, mi, mi, o->base, mi * 16, o->ld);
+            ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi,
+                ldsm_at(E, o, ce_fmt_str(E, "m0 + %d + (lane & 15)", mi * 16), "k0 + (lane >> 4) * 8"));
         else   /* stored [K][M]: transposed 8x8 blocks */
-            ce_out(E, "tile_ldsm_x4_trans(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s + (k0 + (lane & 7) + (lane >> 4) * 8) * %d + m0 + %d + ((lane >> 3) & 1) * 8);",
-                mi, mi, mi, mi, o->base, o->ld, mi * 16);
+            ce_out(E, "tile_ldsm_x4_trans(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi,
+                ldsm_at(E, o, "k0 + (lane & 7) + (lane >> 4) * 8", ce_fmt_str(E, "m0 + %d + ((lane >> 3) & 1) * 8", mi * 16)));
         return;
     }
     /* tf32 a0..a3 = (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4) from one row pointer */
@@ -295,18 +302,19 @@ static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int s) {
 static void load_b_fragment(Emitter *E, const SmemOperand *o, int ni, bool pair, int s, bool kperm) {
     if (s == 2) {
         const char *row = kperm ? "(((lane & 6) << 1) | (lane & 1) | ((lane >> 2) & 2))" : "(lane & 15)";
+        const char *krow = ce_fmt_str(E, "k0 + %s", row);
         if (!o->kmajor && pair)   /* stored [K][N] */
-            ce_out(E, "tile_ldsm_x4_trans(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s + (k0 + %s) * %d + n0 + %d + (lane >> 4) * 8);",
-                ni, ni, ni + 1, ni + 1, o->base, row, o->ld, ni * 8);
+            ce_out(E, "tile_ldsm_x4_trans(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s);", ni, ni, ni + 1, ni + 1,
+                ldsm_at(E, o, krow, ce_fmt_str(E, "n0 + %d + (lane >> 4) * 8", ni * 8)));
         else if (!o->kmajor)
-            ce_out(E, "tile_ldsm_x2_trans(fb[%d][0], fb[%d][1], %s + (k0 + %s) * %d + n0 + %d);",
-                ni, ni, o->base, row, o->ld, ni * 8);
+            ce_out(E, "tile_ldsm_x2_trans(fb[%d][0], fb[%d][1], %s);", ni, ni,
+                ldsm_at(E, o, krow, ce_fmt_str(E, "n0 + %d", ni * 8)));
         else if (pair)            /* stored [N][K] */
-            ce_out(E, "tile_ldsm_x4(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s + (n0 + %d + (lane & 7) + (lane >> 4) * 8) * %d + k0 + ((lane >> 3) & 1) * 8);",
-                ni, ni, ni + 1, ni + 1, o->base, ni * 8, o->ld);
+            ce_out(E, "tile_ldsm_x4(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s);", ni, ni, ni + 1, ni + 1,
+                ldsm_at(E, o, ce_fmt_str(E, "n0 + %d + (lane & 7) + (lane >> 4) * 8", ni * 8), "k0 + ((lane >> 3) & 1) * 8"));
         else
-            ce_out(E, "tile_ldsm_x2(fb[%d][0], fb[%d][1], %s + (n0 + %d + (lane & 7)) * %d + k0 + ((lane >> 3) & 1) * 8);",
-                ni, ni, o->base, ni * 8, o->ld);
+            ce_out(E, "tile_ldsm_x2(fb[%d][0], fb[%d][1], %s);", ni, ni,
+                ldsm_at(E, o, ce_fmt_str(E, "n0 + %d + (lane & 7)", ni * 8), "k0 + ((lane >> 3) & 1) * 8"));
         return;
     }
     /* tf32 b0, b1 = (k = q, n = g), (k = q + 4, n = g); k-permuted: k = 2q, 2q + 1 */
@@ -454,8 +462,10 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         if (!b_async) stage_operand(E, ib, b_off, ldb, b_tr);
         ce_out(E, "__syncthreads();");
     }
-    if (stage_a) oa = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), lda, !a_tr, false};
-    if (!b_async) ob = (SmemOperand){ce_fmt_str(E, "((const %s *)tile_smem + %lld)", ce_ctype(bdt), (long long)b_off), ldb, b_tr, false};
+    if (stage_a) oa = (SmemOperand){.base = ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), .ld = lda, .kmajor = !a_tr};
+    if (!b_async)
+        ob = (SmemOperand){.base = ce_fmt_str(E, "((const %s *)tile_smem + %lld)", ce_ctype(bdt), (long long)b_off), .ld = ldb,
+                           .kmajor = b_tr};
     ce_out(E, "{");
     E->indent++;
     const Layout *R = ce_lay(E, lay);

@@ -165,7 +165,6 @@ static void plan_operands(Emitter *E, const IrOp *o) {
         E->async_core[lv] = true;
         E->async_round[lv] = round && !E->opt_tf32_truncate;
         E->async_swizzle[lv] = (short)(E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd));
-        E->swizzled |= E->async_swizzle[lv] != 0;
         /* elements per stored row: wgmma's layouts have no padding */
         E->async_pitch[lv] = ce_vtype(E, o->args[w])->shape[cd];
     }
@@ -176,11 +175,13 @@ void ce_wgmma_plan(Emitter *E) {
     E->wgmma_split = ARENA_ARRAY(&E->mem, signed char, n);
     E->wgmma_reg_a = ARENA_ARRAY(&E->mem, bool, n);
     for (int i = 0; i < n; i++) E->wgmma_split[i] = -1, E->wgmma_reg_a[i] = false;
-    E->swizzled = false;
     E->local_wgmma = ARENA_ARRAY(&E->mem, bool, E->f->nlocals + 1);
     for (int i = 0; i <= E->f->nlocals; i++) E->local_wgmma[i] = false;
     if (!E->opt_wgmma) return;
     ce_each_mma(E, E->f->body, plan_operands);
+    /* (a buffer mma.sync would have read swizzled may have become wgmma's core matrices) */
+    E->swizzled = false;
+    for (int i = 0; i < n; i++) E->swizzled |= E->async_swizzle[i] != 0;
 }
 
 int ce_wgmma_layout(Emitter *E, const IrOp *op) {

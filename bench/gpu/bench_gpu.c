@@ -12,6 +12,7 @@
 
 #include <cublas_v2.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,14 @@ static double rel_l2(tile_ctx *ctx, const void *x, const void *ref, size_t n) {
     free(hx);
     free(hr);
     return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Is `word` one of the comma-separated words of `list`? */
+static bool has_word(const char *list, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return true;
+    return false;
 }
 
 static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind) {
@@ -323,15 +332,13 @@ int main(int argc, char **argv) {
         bench_rows(ctx, 16384, 4096);
         bench_rows(ctx, 65536, 1024);
     }
-    int every_matmul = !only || strstr(only, "matmul");   /* "tf32nt": that one alone */
-    if (every_matmul || strstr(only, "tf32nt"))
-        for (int n = 4096; n <= 8192; n *= 2) {
-            if (every_matmul) {
-                bench_matmul(ctx, h, n, MM_BF16);
-                bench_matmul(ctx, h, n, MM_TF32);
-            }
-            bench_matmul(ctx, h, n, MM_TF32_NT);
-        }
+    /* "matmul": all three; "bf16", "tf32", "tf32nt": those alone (comma-separated) */
+    bool mm[3];
+    for (int k = 0; k < 3; k++) mm[k] = !only || strstr(only, "matmul") || has_word(only, matmul_kinds[k].label);
+    if (mm[MM_BF16] || mm[MM_TF32] || mm[MM_TF32_NT])
+        for (int n = 4096; n <= 8192; n *= 2)
+            for (int k = 0; k < 3; k++)
+                if (mm[k]) bench_matmul(ctx, h, n, (MatmulKind)k);
     cublasDestroy(h);
     tile_ctx_destroy(ctx);
     printf("\n== summary (%s)\n%s", device, table);
