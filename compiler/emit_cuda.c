@@ -1455,6 +1455,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         loop_mem_access(E, op->body);   /* what the body did reaches its start again */
         AsyncLoopState outer;
         bool piped = ce_async_loop_begin(E, op, i, lo, &outer);
+        if (!piped) ce_async_prefetch_begin(E, op, i, lo);
         if (u64)
             ce_out(E, "for (%s %s = (%s)%s; %s_st != 0 && %s < %s_hi; %s += %s_st) {", IT, i, IT, lo, i, i, i, i, i);
         else if (piped)   /* the iteration count picks the buffers */
@@ -1468,6 +1469,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         if (piped) ce_async_loop_top(E, op, i);
         emit_scalar_def(E, op, ce_fmt_str(E, "(%s)%s", ce_ctype(t), i));
         ce_emit_block(E, op->body);
+        if (!piped) ce_async_prefetch_next(E);
         E->indent--;
         ce_out(E, "}");
         E->scratch_clean = piped;   /* the drain ends in a barrier */
@@ -1685,6 +1687,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_wgmma_wait0 = ce_env_flag("TILEC_WGMMA_WAIT0");
     E.opt_wgmma_noswizzle = ce_env_flag("TILEC_WGMMA_NOSWIZZLE");
     E.opt_mma_noswizzle = ce_env_flag("TILEC_MMA_NOSWIZZLE");
+    E.opt_no_prefetch = ce_env_flag("TILEC_NO_PREFETCH");
     E.opt_tf32_truncate = ce_env_flag("TILEC_TF32_TRUNCATE");
     E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
@@ -1738,9 +1741,9 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     /* ... but never fewer registers than a wgmma's accumulator needs, with
      * room for addresses and descriptors (else ptxas refuses the instruction,
      * or serializes the products and spills) */
+    if (E.opt.max_occupancy > 0 && (occ <= 0 || occ > E.opt.max_occupancy)) occ = E.opt.max_occupancy;
     const int wgmma_blocks = E.wgmma_acc_regs ? 65536 / (E.threads * (E.wgmma_acc_regs + 48)) : 0;
     if (E.wgmma_acc_regs && occ > wgmma_blocks) occ = wgmma_blocks > 0 ? wgmma_blocks : 1;
-    if (E.opt.max_occupancy > 0 && (occ <= 0 || occ > E.opt.max_occupancy)) occ = E.opt.max_occupancy;
     if (occ > 0) ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", E.threads, occ, name.p);
     else ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", E.threads, name.p);
     emit_params(&E, &o);

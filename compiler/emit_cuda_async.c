@@ -234,7 +234,6 @@ static void mark_operands(Emitter *E, const IrOp *o) {
         if (sw) {   /* no padding: the swizzle keeps both sides free of bank conflicts */
             E->async_swizzle[lv] = (short)sw;
             E->async_pitch[lv] = lt->shape[col];
-            E->swizzled = true;
         }
         for (int k = 1; k < n; k++) E->async_kind[ops[k]->result] = ASYNC_VIEW;
     }
@@ -281,9 +280,11 @@ static int64_t tile_bytes(Emitter *E, int lv) {
 }
 
 /* Where load `lv`'s buffers may start at or after byte `top`: at 128-byte
- * alignment, or the swizzle's (tile_async itself is aligned so, emit_cuda.c). */
+ * alignment, or for wgmma's swizzle, which the hardware computes from the
+ * address, the swizzle's (tile_async itself is aligned so, emit_cuda.c);
+ * mma.sync's is computed from the row, not the address. */
 static int64_t buffer_start(const Emitter *E, int lv, int64_t top) {
-    int64_t align = E->async_swizzle[lv] ? SWIZZLE_ALIGN : 128;
+    int64_t align = E->async_swizzle[lv] && E->async_core[lv] ? SWIZZLE_ALIGN : 128;
     return (top + align - 1) / align * align;
 }
 
@@ -524,8 +525,15 @@ static int pipe_index(Emitter *E, const IrOp *ld) {
 
 bool ce_async_pipelined(Emitter *E, const IrOp *ld) { return pipe_index(E, ld) >= 0; }
 
+static int prefetch_index(const Emitter *E, const IrOp *ld);
+static void emit_prefetched(Emitter *E, const IrOp *ld, int j);
+
 void ce_async_emit_load(Emitter *E, const IrOp *ld) {
-    int lv = ld->result, k = pipe_index(E, ld);
+    int lv = ld->result, k = pipe_index(E, ld), pf = prefetch_index(E, ld);
+    if (pf >= 0) {
+        emit_prefetched(E, ld, pf);
+        return;
+    }
     if (k < 0) {
         emit_single(E, ld);
         return;
@@ -578,13 +586,15 @@ static const char *stage_offset(Emitter *E, int j, const char *stage) {
                       (long long)tile_bytes(E, E->pipe.loads[j]->result));
 }
 
-/* The copies of the iteration whose induction variable is `iv` (a C
- * expression) into stage `stage` (a C expression), if that iteration exists. */
-static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const char *iv, const char *stage) {
-    size_t n = sizeof(Val) * (size_t)E->f->nvalues;
-    Val *saved = malloc(n ? n : 1);
+/* The copies of loads[0..n) for the iteration whose induction variable is
+ * `iv` (a C expression), load j into the buffer at byte offset dst[j], if
+ * that iteration exists: the ops `chain` marks recompute their indices. */
+static void issue_ahead(Emitter *E, const IrOp *loop, const char *i, const char *iv, int n, const IrOp *const *loads,
+                        const char *const *dst, const bool *chain) {
+    size_t bytes = sizeof(Val) * (size_t)E->f->nvalues;
+    Val *saved = malloc(bytes ? bytes : 1);
     if (!saved) return;
-    memcpy(saved, E->vals, n);
+    memcpy(saved, E->vals, bytes);
     DType t = ce_vdt(E, loop->result);
     const char *ivn = ce_fresh(E, "n");
     ce_out(E, "{");
@@ -598,16 +608,16 @@ static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const c
     ce_set_val(E, loop->result, ivn, ce_lay_add(E, &scalar));
     int last = 0;
     for (int k = 0; k < loop->body->nops; k++)
-        for (int j = 0; j < E->pipe.n; j++)
-            if (loop->body->ops[k] == E->pipe.loads[j]) last = k;
+        for (int j = 0; j < n; j++)
+            if (loop->body->ops[k] == loads[j]) last = k;
     for (int k = 0; k <= last; k++) {
         const IrOp *o = loop->body->ops[k];
         int j = -1;
-        for (int q = 0; q < E->pipe.n; q++)
-            if (o == E->pipe.loads[q]) j = q;
+        for (int q = 0; q < n; q++)
+            if (o == loads[q]) j = q;
         if (j >= 0)
-            issue_copy(E, o, stage_offset(E, j, stage));
-        else if (o->result >= 0 && E->pipe_chain[o->result])
+            issue_copy(E, o, dst[j]);
+        else if (o->result >= 0 && chain[o->result])
             ce_emit_op(E, o);
     }
     E->indent--;
@@ -615,8 +625,16 @@ static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const c
     ce_out(E, "tile_cp_async_commit();");
     E->indent--;
     ce_out(E, "}");
-    memcpy(E->vals, saved, n);
+    memcpy(E->vals, saved, bytes);
     free(saved);
+}
+
+/* The pipeline's copies of the iteration whose induction variable is `iv`
+ * into stage `stage` (C expressions). */
+static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const char *iv, const char *stage) {
+    const char *dst[ASYNC_MAX_PIPE];
+    for (int j = 0; j < E->pipe.n; j++) dst[j] = stage_offset(E, j, stage);
+    issue_ahead(E, loop, i, iv, E->pipe.n, E->pipe.loads, dst, E->pipe_chain);
 }
 
 /* Does blk hold a loop that is not known to be short (fewer than 4
@@ -831,6 +849,91 @@ void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
     }
     E->pipe = save->pipe;
     E->async_top = save->top;
+}
+
+/* ---- loads copied an iteration ahead in a loop without a pipeline -------------------- */
+
+/* Can blk leave an iteration early (break, continue, return)? */
+static bool may_leave(const IrBlock *blk) {
+    if (!blk) return false;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o->op == OP_BREAK || o->op == OP_CONTINUE || o->op == OP_RETURN) return true;
+        if (may_leave(o->body) || may_leave(o->else_body)) return true;
+    }
+    return false;
+}
+
+/* The prefetched loads' copies for the iteration whose induction variable
+ * is `iv` (a C expression). */
+static void issue_prefetch(Emitter *E, const char *iv) {
+    const char *dst[ASYNC_MAX_PIPE];
+    for (int j = 0; j < E->pipe.pf_n; j++) dst[j] = ce_fmt_str(E, "%lld", (long long)E->pipe.pf_off[j]);
+    issue_ahead(E, E->pipe.pf_loop, E->pipe.pf_i, iv, E->pipe.pf_n, E->pipe.pf_loads, dst, E->pipe.pf_chain);
+}
+
+/* A loop that holds a loop gets no pipeline (ce_async_loop_begin), so each
+ * of its single async loads -- an mma operand copied, waited for and made
+ * visible where it stands -- costs the block a whole memory latency every
+ * iteration: Mamba-2's compute_out waits so for each head's 16 KB state.
+ * Such a load at the top of the body, its indices recomputable for the next
+ * iteration and its array not written in the loop, gets a buffer for the
+ * loop's duration; the first iteration's copies are issued before the loop,
+ * and the next iteration's at the end of the body (ce_async_prefetch_next),
+ * so that they land while the next iteration starts, in the same shared
+ * memory.  Not right after the product that reads the buffer: there, with
+ * that product's result and the inner loop's operands live, the copies'
+ * addresses cost compute_out the registers of its fourth block per SM (H200,
+ * anchor: 0.809 ms without the prefetch, 0.878 issued after the product,
+ * 0.782 at the body's end; docs/performance.md). */
+void ce_async_prefetch_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo) {
+    if (E->opt_no_prefetch || ce_vdt(E, loop->result) == DT_U64 || !contains_long_loop(E, loop->body) ||
+        may_leave(loop->body))
+        return;
+    bool *chain = ARENA_ARRAY(&E->mem, bool, E->f->nvalues + 1);
+    for (int v = 0; v <= E->f->nvalues; v++) chain[v] = false;
+    const IrBlock *body = loop->body;
+    for (int k = 0; k < body->nops && E->pipe.pf_n < ASYNC_MAX_PIPE; k++) {
+        const IrOp *ld = body->ops[k];
+        if (ld->op != OP_LOAD || !ce_async_is_load(E, ld->result) || writes_array(body, ld->array)) continue;
+        bool ok = true;
+        for (int a = 0; a < ld->nargs && ok; a++) ok = recomputable(E, loop, ld->args[a], chain, 0);
+        if (!ok) continue;
+        int j = E->pipe.pf_n++;
+        E->pipe.pf_loads[j] = ld;
+        E->pipe.pf_off[j] = async_alloc(E, ld->result, tile_bytes(E, ld->result));
+        ce_mem_access(E, ld->array, IR_MEM_READ);
+    }
+    if (!E->pipe.pf_n) return;
+    E->pipe.pf_loop = loop;
+    E->pipe.pf_i = i;
+    E->pipe.pf_chain = chain;
+    ce_out(E, "/* copied an iteration ahead: %d load%s */", E->pipe.pf_n, E->pipe.pf_n > 1 ? "s" : "");
+    issue_prefetch(E, ce_fmt_str(E, "(long long)%s", lo));
+}
+
+static int prefetch_index(const Emitter *E, const IrOp *ld) {
+    for (int j = 0; j < E->pipe.pf_n; j++)
+        if (E->pipe.pf_loads[j] == ld) return j;
+    return -1;
+}
+
+/* Where a prefetched load stands: its copies (issued an iteration ago, or
+ * before the loop) waited for and made visible. */
+static void emit_prefetched(Emitter *E, const IrOp *ld, int j) {
+    const char *off = ce_fmt_str(E, "%lld", (long long)E->pipe.pf_off[j]);
+    ce_out(E, "tile_cp_async_wait_all();   /* copied an iteration ahead */");
+    if (E->async_round[ld->result]) emit_round(E, ld, off);
+    if (E->async_core[ld->result]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
+    ce_out(E, "__syncthreads();");
+    E->scratch_clean = true;
+    E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %s)", off);
+}
+
+void ce_async_prefetch_next(Emitter *E) {
+    if (!E->pipe.pf_n) return;
+    ce_out(E, "__syncthreads();   /* the buffers' readers are done: the next iteration's copies */");
+    issue_prefetch(E, ce_fmt_str(E, "%s + %s_st", E->pipe.pf_i, E->pipe.pf_i));
 }
 
 /* ---- the mma side ------------------------------------------------------------------- */

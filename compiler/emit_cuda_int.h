@@ -46,6 +46,15 @@ typedef struct Pipe {
     int lookahead;
     bool wgmma_inflight;
     const char *stage;                    /* C name of this iteration's stage */
+    /* A loop with no pipeline (one holding a loop) may prefetch: single async
+     * loads of its body copied one iteration ahead into their own buffer
+     * (ce_async_prefetch_begin) */
+    const IrOp *pf_loop;
+    const char *pf_i;                     /* the loop's C name */
+    int pf_n;
+    const IrOp *pf_loads[ASYNC_MAX_PIPE];
+    int64_t pf_off[ASYNC_MAX_PIPE];
+    bool *pf_chain;                       /* the ops that recompute their indices */
 } Pipe;
 
 typedef struct Emitter {
@@ -107,6 +116,7 @@ typedef struct Emitter {
     bool opt_wgmma_wait0;     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
     bool opt_wgmma_noswizzle; /* TILEC_WGMMA_NOSWIZZLE: core matrices only (for measurements) */
     bool opt_mma_noswizzle;   /* TILEC_MMA_NOSWIZZLE: mma.sync's operands in padded rows (for measurements) */
+    bool opt_no_prefetch;     /* TILEC_NO_PREFETCH: no single loads copied an iteration ahead (for measurements) */
     bool opt_tf32_truncate;   /* TILEC_TF32_TRUNCATE: tf32 wgmma operands not rounded in shared memory
                                * (wgmma truncates them; for measurements) */
     bool opt_wgmma_noreg;     /* TILEC_WGMMA_NOREG: no wgmma with A from registers (for measurements) */
@@ -230,6 +240,11 @@ bool ce_async_pipelined(Emitter *E, const IrOp *ld);
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save);
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i);
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save);
+/* For a loop ce_async_loop_begin gave no pipeline: its prefetched loads'
+ * buffers and the first iteration's copies (before the loop). */
+void ce_async_prefetch_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo);
+/* At the end of such a loop's body: the next iteration's copies. */
+void ce_async_prefetch_next(Emitter *E);
 bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out);
 /* Whether async operand `id` will be stored K-major (false: not async). */
 bool ce_async_operand_kmajor(Emitter *E, int id, int which, bool *kmajor);

@@ -179,9 +179,9 @@ void ce_wgmma_plan(Emitter *E) {
     for (int i = 0; i <= E->f->nlocals; i++) E->local_wgmma[i] = false;
     if (!E->opt_wgmma) return;
     ce_each_mma(E, E->f->body, plan_operands);
-    /* (a buffer mma.sync would have read swizzled may have become wgmma's core matrices) */
-    E->swizzled = false;
-    for (int i = 0; i < n; i++) E->swizzled |= E->async_swizzle[i] != 0;
+    /* (shared memory aligned for the hardware's swizzle: mma.sync's swizzled
+     * buffers compute theirs from the row) */
+    for (int i = 0; i < n; i++) E->swizzled |= E->async_swizzle[i] != 0 && E->async_core[i];
 }
 
 int ce_wgmma_layout(Emitter *E, const IrOp *op) {

@@ -88,7 +88,7 @@ int cuda_compile_settled(const IrFunc *f, CudaEmitOptions opt, int arch, CudaKer
      * 4 blocks of 128 threads, and 16 bytes of spills, where shared memory
      * allows 3); the rule starts from that number. */
     if (occupancy <= 0 && last_spilled > 0 && registers > 0 && code->threads > 0)
-        occupancy = REGISTER_FILE / (registers * code->threads);
+        occupancy = REGISTER_FILE / (((registers + 7) & ~7) * code->threads);   /* (allocated 8 at a time) */
     while (last_spilled > 0 && occupancy > 1 && registers < MAX_REGISTERS) {
         opt.max_occupancy = occupancy - 1;
         CudaKernelCode lower;
