@@ -806,6 +806,8 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     for (int j = 0; j < E->pipe.n; j++) ce_mem_access(E, E->pipe.loads[j]->array, IR_MEM_READ);
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
     if (E->pipe.wgmma_inflight) ce_out(E, "/* ... %d of them: a buffer is refilled an iteration after its wgmma's wait */", E->pipe.lookahead);
+    /* the buffers may be an earlier block's, which other warps may still read */
+    ce_out(E, "__syncthreads();");
     for (int s = 0; s < E->pipe.lookahead; s++)
         issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s));
     ce_out(E, "int %s_it = 0;", i);
@@ -876,9 +878,9 @@ static void issue_prefetch(Emitter *E, const char *iv) {
  * of its single async loads -- an mma operand copied, waited for and made
  * visible where it stands -- costs the block a whole memory latency every
  * iteration: Mamba-2's compute_out waits so for each head's 16 KB state.
- * Such a load at the top of the body, its indices recomputable for the next
- * iteration and its array not written in the loop, gets a buffer for the
- * loop's duration; the first iteration's copies are issued before the loop,
+ * Such a load at the top level of the body, before any nested loop or branch,
+ * its indices recomputable for the next iteration and its array not written
+ * in the loop, gets a buffer for the loop's duration; the first iteration's copies are issued before the loop,
  * and the next iteration's at the end of the body (ce_async_prefetch_next),
  * so that they land while the next iteration starts, in the same shared
  * memory.  Not right after the product that reads the buffer: there, with
@@ -893,7 +895,9 @@ void ce_async_prefetch_begin(Emitter *E, const IrOp *loop, const char *i, const 
     bool *chain = ARENA_ARRAY(&E->mem, bool, E->f->nvalues + 1);
     for (int v = 0; v <= E->f->nvalues; v++) chain[v] = false;
     const IrBlock *body = loop->body;
-    for (int k = 0; k < body->nops && E->pipe.pf_n < ASYNC_MAX_PIPE; k++) {
+    /* (a load after the inner loop would keep its buffer under that loop's
+     * pipeline, and gain nothing: the pipeline's first wait waits for it) */
+    for (int k = 0; k < body->nops && !body->ops[k]->body && E->pipe.pf_n < ASYNC_MAX_PIPE; k++) {
         const IrOp *ld = body->ops[k];
         if (ld->op != OP_LOAD || !ce_async_is_load(E, ld->result) || writes_array(body, ld->array)) continue;
         bool ok = true;
@@ -909,6 +913,7 @@ void ce_async_prefetch_begin(Emitter *E, const IrOp *loop, const char *i, const 
     E->pipe.pf_i = i;
     E->pipe.pf_chain = chain;
     ce_out(E, "/* copied an iteration ahead: %d load%s */", E->pipe.pf_n, E->pipe.pf_n > 1 ? "s" : "");
+    ce_out(E, "__syncthreads();   /* the buffers' last readers (an earlier block's) are done */");
     issue_prefetch(E, ce_fmt_str(E, "(long long)%s", lo));
 }
 
