@@ -26,7 +26,10 @@
  * and at the top of iteration i: wait for iteration i's copies, one barrier
  * (which also frees the buffer iteration i - 1 read), then issue the copies
  * of iteration i + STAGES - 1.  After the loop every copy is waited for.
- * Other async loads copy, wait and synchronise where they stand.
+ * In a loop that holds a loop, an async load before the inner loop is
+ * copied one iteration ahead into its one buffer, at the end of the body
+ * (ce_async_prefetch_begin).  Other async loads copy, wait and synchronise
+ * where they stand.
  *
  * A loop whose body holds a product on wgmma (emit_cuda_wgmma.c) gets at
  * least 4 stages (unless an operand's load gives its `latency`) within a
