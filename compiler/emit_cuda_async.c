@@ -473,17 +473,25 @@ static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
 
 /* A load of the current block that is not pipelined: one buffer, copied,
  * waited for and made visible where the load stands. */
+/* Load `ld`'s copies into the buffer at byte offset `off` waited for (`why`
+ * said beside the wait), rounded where wgmma reads tf32, and made visible
+ * to every thread: its tile is read from there. */
+static void publish(Emitter *E, const IrOp *ld, int64_t off, const char *why) {
+    const char *at = ce_fmt_str(E, "%lld", (long long)off);
+    ce_out(E, "tile_cp_async_wait_all();%s", why);
+    if (E->async_round[ld->result]) emit_round(E, ld, at);
+    if (E->async_core[ld->result]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
+    ce_out(E, "__syncthreads();");
+    E->scratch_clean = true;
+    E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %s)", at);
+}
+
 static void emit_single(Emitter *E, const IrOp *ld) {
     int64_t off = async_alloc(E, ld->result, tile_bytes(E, ld->result));
     ce_out(E, "__syncthreads();   /* the buffer's last readers are done */");
     issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off));
     ce_out(E, "tile_cp_async_commit();");
-    ce_out(E, "tile_cp_async_wait_all();");
-    if (E->async_round[ld->result]) emit_round(E, ld, ce_fmt_str(E, "%lld", (long long)off));
-    if (E->async_core[ld->result]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
-    ce_out(E, "__syncthreads();");
-    E->scratch_clean = true;
-    E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %lld)", (long long)off);
+    publish(E, ld, off, "");
 }
 
 /* A pipelined load read into registers: the blocked layout a plain load
@@ -929,13 +937,7 @@ static int prefetch_index(const Emitter *E, const IrOp *ld) {
 /* Where a prefetched load stands: its copies (issued an iteration ago, or
  * before the loop) waited for and made visible. */
 static void emit_prefetched(Emitter *E, const IrOp *ld, int j) {
-    const char *off = ce_fmt_str(E, "%lld", (long long)E->pipe.pf_off[j]);
-    ce_out(E, "tile_cp_async_wait_all();   /* copied an iteration ahead */");
-    if (E->async_round[ld->result]) emit_round(E, ld, off);
-    if (E->async_core[ld->result]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
-    ce_out(E, "__syncthreads();");
-    E->scratch_clean = true;
-    E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %s)", off);
+    publish(E, ld, E->pipe.pf_off[j], "   /* copied an iteration ahead */");
 }
 
 void ce_async_prefetch_next(Emitter *E) {
