@@ -93,6 +93,7 @@ typedef struct Emitter {
     const IrOp **readback_loop;      /* pipelined load read back: its loop (buffer in async_ptr) */
     bool opt_remat;           /* make values again in a use's layout (emit_cuda_remat.c) */
     bool opt_packed_cvt;      /* TILEC_PACKED_CVT: f32 -> bf16 / f16 casts two registers per instruction */
+    bool opt_tf32_scalar;     /* TILEC_TF32_SCALAR_FRAGMENTS: tf32 fragments read a float at a time, not by ldmatrix */
     bool opt_outer_pipe;      /* TILEC_OUTER_PIPE: pipeline loops that hold loops too */
     long long readback_max_bytes;   /* largest register-read tile on a pipeline; -1: the default */
     Pipe pipe;                /* the innermost pipelined loop */

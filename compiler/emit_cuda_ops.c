@@ -272,9 +272,20 @@ static const char *ldsm_at(Emitter *E, const SmemOperand *o, const char *r, cons
     return ce_fmt_str(E, "(const unsigned char *)%s + %s", o->base, ce_swizzle_offset(E, o->swizzle, r, c, o->rows, 2));
 }
 
+/* Is a tf32 A stored as `o` says read by ldmatrix, a warp holding MI m16 blocks?
+ * Stored [M][K] (a float is two of ldmatrix's 16-bit elements), where a warp
+ * reads two blocks or more: the tf32 matmul 7-9% faster (H200).  Not for one
+ * block a warp: 3 loads a k step saved, and compute_out_f32 1.4% slower
+ * with it (its product of C_m, one block a warp on 8 warps, B by ldmatrix
+ * too) and at the driver's tiles with bf16 states past 128 registers
+ * (ptxas, NVRTC 13.0; docs/performance.md). */
+static bool tf32_a_by_ldsm(const Emitter *E, const SmemOperand *o, int MI) {
+    return o->kmajor && !o->swizzle && o->ld % 4 == 0 && MI >= 2 && !E->opt_tf32_scalar;
+}
+
 /* Fragment registers of the A operand (m16 x k16, or k8 for tf32) of rows
- * m0 + 16 mi, from shared memory as `o` describes. */
-static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int s) {
+ * m0 + 16 mi of the MI a warp holds, from shared memory as `o` describes. */
+static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int MI, int s) {
     if (s == 2) {
         if (o->kmajor)
             ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi,
@@ -284,7 +295,17 @@ static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int s) {
                 ldsm_at(E, o, "k0 + (lane & 7) + (lane >> 4) * 8", ce_fmt_str(E, "m0 + %d + ((lane >> 3) & 1) * 8", mi * 16)));
         return;
     }
-    /* tf32 a0..a3 = (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4) from one row pointer */
+    /* tf32 a0..a3 = (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4): by
+     * ldmatrix, 8 x 4-float matrices (rows 0-7 and 8-15, columns k0 and
+     * k0 + 4), four loads in one */
+    if (tf32_a_by_ldsm(E, o, MI)) {
+        ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s + (m0 + %d + (lane & 15)) * %d + k0 + (lane >> 4) * 4);",
+            mi, mi, mi, mi, o->base, mi * 16, o->ld);
+        if (o->round_tf32)
+            for (int r = 0; r < 4; r++) ce_out(E, "fa[%d][%d] = __float_as_uint(tile_tf32(__uint_as_float(fa[%d][%d])));", mi, r, mi, r);
+        return;
+    }
+    /* else from one row pointer */
     const char *p = o->kmajor ? ce_fmt_str(E, "(%s + (m0 + %d + g) * %d + k0 + q)", o->base, mi * 16, o->ld)
                               : ce_fmt_str(E, "(%s + (k0 + q) * %d + m0 + %d + g)", o->base, o->ld, mi * 16);
     int dm = o->kmajor ? 8 * o->ld : 8, dk = o->kmajor ? 4 : 4 * o->ld;
@@ -295,11 +316,20 @@ static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int s) {
     }
 }
 
-/* Fragment registers of the B operand for n-blocks ni (and ni + 1 when
- * `pair`), columns n0 + 8 ni.  kperm: rows in the order of a k-permuted A
- * (lay_mma_a): 16-bit fragment row r is row 4 (r % 8 / 2) + r % 2 + 2 (r / 8)
- * of the step (B stored [K][N] only), tf32 row r is row 2 (r % 4) + r / 4. */
-static void load_b_fragment(Emitter *E, const SmemOperand *o, int ni, bool pair, int s, bool kperm) {
+/* B fragment register `x` (an expression of a float), rounded to tf32 if `o` says so. */
+static const char *tf32_reg(Emitter *E, const SmemOperand *o, const char *x) {
+    return ce_fmt_str(E, "__float_as_uint(%s)", o->round_tf32 ? ce_fmt_str(E, "tile_tf32(%s)", x) : x);
+}
+
+/* Fragment registers of the B operand from n-block ni on, of `left` n-blocks
+ * still to read (columns n0 + 8 ni ...); returns how many it read: 16-bit
+ * operands and tf32 ones stored [N][K] two at a time where it can (ldmatrix
+ * x4), tf32 ones stored [K][N] one float at a time.  kperm: rows in the
+ * order of a k-permuted A (lay_mma_a): 16-bit fragment row r is row
+ * 4 (r % 8 / 2) + r % 2 + 2 (r / 8) of the step (B stored [K][N] only), tf32
+ * row r is row 2 (r % 4) + r / 4. */
+static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, int s, bool kperm) {
+    bool pair = left >= 2 && ni % 2 == 0;
     if (s == 2) {
         const char *row = kperm ? "(((lane & 6) << 1) | (lane & 1) | ((lane >> 2) & 2))" : "(lane & 15)";
         const char *krow = ce_fmt_str(E, "k0 + %s", row);
@@ -315,38 +345,51 @@ static void load_b_fragment(Emitter *E, const SmemOperand *o, int ni, bool pair,
         else
             ce_out(E, "tile_ldsm_x2(fb[%d][0], fb[%d][1], %s);", ni, ni,
                 ldsm_at(E, o, ce_fmt_str(E, "n0 + %d + (lane & 7)", ni * 8), "k0 + ((lane >> 3) & 1) * 8"));
-        return;
+        return pair ? 2 : 1;
     }
     /* tf32 b0, b1 = (k = q, n = g), (k = q + 4, n = g); k-permuted: k = 2q, 2q + 1 */
+    if (o->kmajor && !kperm && !o->swizzle && o->ld % 4 == 0 && !E->opt_tf32_scalar) {
+        /* stored [N][K]: ldmatrix, as A's fragments (columns k0 and k0 + 4) */
+        const char *at = ce_fmt_str(E, "%s + (n0 + %d + (lane & 7)%s) * %d + k0 + ((lane >> 3) & 1) * 4", o->base, ni * 8,
+                                    pair ? " + (lane >> 4) * 8" : "", o->ld);
+        if (pair) ce_out(E, "tile_ldsm_x4(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s);", ni, ni, ni + 1, ni + 1, at);
+        else ce_out(E, "tile_ldsm_x2(fb[%d][0], fb[%d][1], %s);", ni, ni, at);
+        int n = pair ? 2 : 1;
+        if (o->round_tf32)
+            for (int j = ni; j < ni + n; j++)
+                for (int r = 0; r < 2; r++)
+                    ce_out(E, "fb[%d][%d] = %s;", j, r, tf32_reg(E, o, ce_fmt_str(E, "__uint_as_float(fb[%d][%d])", j, r)));
+        return n;
+    }
     const char *kq = kperm ? "2 * q" : "q";
+    int dk = (o->kmajor ? 1 : o->ld) * (kperm ? 1 : 4);
     const char *p = o->kmajor ? ce_fmt_str(E, "(%s + (n0 + %d + g) * %d + k0 + %s)", o->base, ni * 8, o->ld, kq)
                               : ce_fmt_str(E, "(%s + (k0 + %s) * %d + n0 + %d + g)", o->base, kq, o->ld, ni * 8);
-    int dk = (o->kmajor ? 1 : o->ld) * (kperm ? 1 : 4);
-    for (int r = 0; r < 2; r++) {
-        const char *x = ce_fmt_str(E, "%s[%d]", p, r * dk);
-        ce_out(E, "fb[%d][%d] = __float_as_uint(%s);", ni, r, o->round_tf32 ? ce_fmt_str(E, "tile_tf32(%s)", x) : x);
-    }
+    for (int r = 0; r < 2; r++) ce_out(E, "fb[%d][%d] = %s;", ni, r, tf32_reg(E, o, ce_fmt_str(E, "%s[%d]", p, r * dk)));
+    return 1;
 }
 
-/* The second half of one k step, once fa[][] holds A's fragments: B's
- * fragments from shared memory, then the MI x NI instructions into the
- * accumulator registers `d` (layout `lay`) of batch bb. */
-static void emit_k_step_products(Emitter *E, DType adt, const SmemOperand *b, bool kperm, const char *d, int lay,
-                                 int bb, int MI, int NI) {
+/* One k step: B's fragments from shared memory, then the MI x NI
+ * instructions into the accumulator registers `d` (layout `lay`) of batch
+ * bb.  A's fragments are in fa[][] already, or with `a` read from shared
+ * memory row by row, each just before its products: ldmatrix is volatile
+ * asm, which the compiler does not sink to its first use as it does plain
+ * loads, and all of A read up front took tf32 kernels at 128 registers
+ * into spills (ptxas, NVRTC 13.0). */
+static void emit_k_step_products(Emitter *E, DType adt, const SmemOperand *a, const SmemOperand *b, bool kperm,
+                                 const char *d, int lay, int bb, int MI, int NI) {
     int s = ce_regsize(adt);
     const char *mma = adt == DT_TF32 ? "tile_mma_m16n8k8_tf32" : adt == DT_BF16 ? "tile_mma_m16n8k16_bf16" : "tile_mma_m16n8k16_f16";
-    for (int ni = 0; ni < NI; ni++) {
-        bool pair = s == 2 && ni + 1 < NI && ni % 2 == 0;
-        load_b_fragment(E, b, ni, pair, s, kperm);
-        if (pair) ni++;
-    }
-    for (int mi = 0; mi < MI; mi++)
+    for (int ni = 0; ni < NI;) ni += load_b_fragment(E, b, ni, NI - ni, s, kperm);
+    for (int mi = 0; mi < MI; mi++) {
+        if (a) load_a_fragment(E, a, mi, MI, s);
         for (int ni = 0; ni < NI; ni++) {
             int r0 = ((bb * MI + mi) * NI + ni) << 2;
             ce_out(E, "%s(%s, %s, %s, %s, fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], fb[%d][0], fb[%d][1]);", mma,
                 ce_reg(E, d, lay, r0), ce_reg(E, d, lay, r0 + 1), ce_reg(E, d, lay, r0 + 2), ce_reg(E, d, lay, r0 + 3),
                 mi, mi, mi, mi, ni, ni);
         }
+    }
 }
 
 /* The k steps of a tensor-core mma whose A operand is registers `areg` in
@@ -378,7 +421,7 @@ static void emit_mma_reg_a(Emitter *E, const IrOp *op, const char *areg, int a_l
                 }
             }
         }
-        emit_k_step_products(E, adt, b, kperm, d, lay, 0, MI, NI);
+        emit_k_step_products(E, adt, NULL, b, kperm, d, lay, 0, MI, NI);
         E->indent--;
         ce_out(E, "}");
     }
@@ -498,8 +541,13 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
             ce_out(E, "#pragma unroll");
             ce_out(E, "for (int k0 = 0; k0 < %d; k0 += %d) {", K, kstep);
             E->indent++;
-            for (int mi = 0; mi < MI; mi++) load_a_fragment(E, &a, mi, s);
-            emit_k_step_products(E, adt, &b, false, d, lay, bb, MI, NI);
+            /* A's fragments first (16-bit: measured fastest; tf32 read a float at
+             * a time: the compiler moves those loads as it likes), or by
+             * ldmatrix in tf32 row by row (emit_k_step_products) */
+            bool a_late = s == 4 && tf32_a_by_ldsm(E, &a, MI);
+            if (!a_late)
+                for (int mi = 0; mi < MI; mi++) load_a_fragment(E, &a, mi, MI, s);
+            emit_k_step_products(E, adt, a_late ? &a : NULL, &b, false, d, lay, bb, MI, NI);
             E->indent--;
             ce_out(E, "}");
         }
