@@ -196,8 +196,10 @@ static bool chain_geometry(Emitter *E, const IrOp *const *ops, int n, int *col_d
 static int async_pitch(int cols, int size, int which, int col_dim) {
     if (size == 2)   /* ldmatrix: 8 rows of 16 bytes must hit 8 different bank groups */
         return (cols / 8) % 2 == 0 ? cols + 8 : cols;
-    /* tf32 fragments are read element by element: rows 4 banks apart when the
-     * reads run along the contiguous axis (k-major), 8 apart otherwise */
+    /* tf32 fragments: k-major ones by ldmatrix (emit_cuda_ops.c; 8 rows of 16
+     * bytes in 8 bank groups) or element by element along rows, which rows 4
+     * banks apart keep free of conflicts; the others element by element down
+     * columns (rows q and q + 4 of a k step), which want rows 8 banks apart */
     bool kmajor = which == 0 ? col_dim == 1 : col_dim == 0;
     int target = kmajor ? 4 : 8;
     return cols + ((target - cols % 32) % 32 + 32) % 32;
