@@ -272,16 +272,19 @@ static const char *ldsm_at(Emitter *E, const SmemOperand *o, const char *r, cons
     return ce_fmt_str(E, "(const unsigned char *)%s + %s", o->base, ce_swizzle_offset(E, o->swizzle, r, c, o->rows, 2));
 }
 
-/* Is a tf32 A stored as `o` says read by ldmatrix, a warp holding MI m16 blocks?
- * Stored [M][K] (a float is two of ldmatrix's 16-bit elements), where a warp
+/* Are tf32 fragments stored as `o` says read by ldmatrix (a float is two of
+ * its 16-bit elements)?  A: stored [M][K], where a warp holding MI m16 blocks
  * reads two blocks or more: the tf32 matmul 7-9% faster (H200).  Not for one
  * block a warp: 3 loads a k step saved, and compute_out_f32 1.4% slower
  * with it (its product of C_m, one block a warp on 8 warps, B by ldmatrix
  * too) and at the driver's tiles with bf16 states past 128 registers
- * (ptxas, NVRTC 13.0; docs/performance.md). */
-static bool tf32_a_by_ldsm(const Emitter *E, const SmemOperand *o, int MI) {
-    return o->kmajor && !o->swizzle && o->ld % 4 == 0 && MI >= 2 && !E->opt_tf32_scalar;
+ * (ptxas, NVRTC 13.0; docs/performance.md).  B: stored [N][K], two n-blocks
+ * an x4. */
+static bool tf32_by_ldsm(const Emitter *E, const SmemOperand *o) {
+    /* K contiguous, rows 16-byte aligned */
+    return o->kmajor && !o->swizzle && o->ld % 4 == 0 && !E->opt_tf32_scalar;
 }
+static bool tf32_a_by_ldsm(const Emitter *E, const SmemOperand *o, int MI) { return MI >= 2 && tf32_by_ldsm(E, o); }
 
 /* Fragment registers of the A operand (m16 x k16, or k8 for tf32) of rows
  * m0 + 16 mi of the MI a warp holds, from shared memory as `o` describes. */
@@ -348,7 +351,7 @@ static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, i
         return pair ? 2 : 1;
     }
     /* tf32 b0, b1 = (k = q, n = g), (k = q + 4, n = g); k-permuted: k = 2q, 2q + 1 */
-    if (o->kmajor && !kperm && !o->swizzle && o->ld % 4 == 0 && !E->opt_tf32_scalar) {
+    if (!kperm && tf32_by_ldsm(E, o)) {
         /* stored [N][K]: ldmatrix, as A's fragments (columns k0 and k0 + 4) */
         const char *at = ce_fmt_str(E, "%s + (n0 + %d + (lane & 7)%s) * %d + k0 + ((lane >> 3) & 1) * 4", o->base, ni * 8,
                                     pair ? " + (lane >> 4) * 8" : "", o->ld);
