@@ -473,8 +473,6 @@ static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "}");
 }
 
-/* A load of the current block that is not pipelined: one buffer, copied,
- * waited for and made visible where the load stands. */
 /* Load `ld`'s copies into the buffer at byte offset `off` waited for (`why`
  * said beside the wait), rounded where wgmma reads tf32, and made visible
  * to every thread: its tile is read from there. */
@@ -488,6 +486,8 @@ static void publish(Emitter *E, const IrOp *ld, int64_t off, const char *why) {
     E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %s)", at);
 }
 
+/* A load of the current block that is not pipelined: one buffer, copied,
+ * waited for and made visible where the load stands. */
 static void emit_single(Emitter *E, const IrOp *ld) {
     int64_t off = async_alloc(E, ld->result, tile_bytes(E, ld->result));
     ce_out(E, "__syncthreads();   /* the buffer's last readers are done */");
@@ -891,10 +891,10 @@ static void issue_prefetch(Emitter *E, const char *iv) {
  * of its single async loads -- an mma operand copied, waited for and made
  * visible where it stands -- costs the block a whole memory latency every
  * iteration: Mamba-2's compute_out waits so for each head's 16 KB state.
- * Such a load at the top level of the body, before any nested loop or branch,
- * its indices recomputable for the next iteration and its array not written
- * in the loop, gets a buffer for the loop's duration; the first iteration's copies are issued before the loop,
- * and the next iteration's at the end of the body (ce_async_prefetch_next),
+ * Such a load at the top level of the body, before any nested loop or
+ * branch, its indices recomputable for the next iteration and its array not
+ * written in the loop, gets a buffer for the loop's duration; the first
+ * iteration's copies are issued before the loop, and the next iteration's at the end of the body (ce_async_prefetch_next),
  * so that they land while the next iteration starts, in the same shared
  * memory.  Not right after the product that reads the buffer: there, with
  * that product's result and the inner loop's operands live, the copies'

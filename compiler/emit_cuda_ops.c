@@ -286,6 +286,11 @@ static bool tf32_by_ldsm(const Emitter *E, const SmemOperand *o) {
 }
 static bool tf32_a_by_ldsm(const Emitter *E, const SmemOperand *o, int MI) { return MI >= 2 && tf32_by_ldsm(E, o); }
 
+/* A tf32 fragment register from `x` (an expression of a float), rounded if `o` says so. */
+static const char *tf32_reg(Emitter *E, const SmemOperand *o, const char *x) {
+    return ce_fmt_str(E, "__float_as_uint(%s)", o->round_tf32 ? ce_fmt_str(E, "tile_tf32(%s)", x) : x);
+}
+
 /* Fragment registers of the A operand (m16 x k16, or k8 for tf32) of rows
  * m0 + 16 mi of the MI a warp holds, from shared memory as `o` describes. */
 static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int MI, int s) {
@@ -305,7 +310,8 @@ static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int MI, in
         ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s + (m0 + %d + (lane & 15)) * %d + k0 + (lane >> 4) * 4);",
             mi, mi, mi, mi, o->base, mi * 16, o->ld);
         if (o->round_tf32)
-            for (int r = 0; r < 4; r++) ce_out(E, "fa[%d][%d] = __float_as_uint(tile_tf32(__uint_as_float(fa[%d][%d])));", mi, r, mi, r);
+            for (int r = 0; r < 4; r++)
+                ce_out(E, "fa[%d][%d] = %s;", mi, r, tf32_reg(E, o, ce_fmt_str(E, "__uint_as_float(fa[%d][%d])", mi, r)));
         return;
     }
     /* else from one row pointer */
@@ -315,13 +321,8 @@ static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int MI, in
     const int off[4] = {0, dm, dk, dm + dk};
     for (int r = 0; r < 4; r++) {
         const char *x = ce_fmt_str(E, "%s[%d]", p, off[r]);
-        ce_out(E, "fa[%d][%d] = __float_as_uint(%s);", mi, r, o->round_tf32 ? ce_fmt_str(E, "tile_tf32(%s)", x) : x);
+        ce_out(E, "fa[%d][%d] = %s;", mi, r, tf32_reg(E, o, x));
     }
-}
-
-/* B fragment register `x` (an expression of a float), rounded to tf32 if `o` says so. */
-static const char *tf32_reg(Emitter *E, const SmemOperand *o, const char *x) {
-    return ce_fmt_str(E, "__float_as_uint(%s)", o->round_tf32 ? ce_fmt_str(E, "tile_tf32(%s)", x) : x);
 }
 
 /* Fragment registers of the B operand from n-block ni on, of `left` n-blocks
