@@ -446,6 +446,16 @@ static void tune_grid(const tile_const *consts, int nconsts, int grid[3], void *
     grid_for(g->run, g->which, consts, nconsts, grid);
 }
 
+/* " NAME=VALUE" for each constant, after `label` (no newline). */
+static void print_consts(const char *label, const tile_const *c, int n) {
+    printf("%s", label);
+    for (int i = 0; i < n; i++) {
+        if (c[i].kind == TILE_CONST_FLOAT) printf(" %s=%g", c[i].name, c[i].f);
+        else if (c[i].kind == TILE_CONST_DTYPE) printf(" %s=%s", c[i].name, tile_dtype_name((tile_dtype)c[i].i));
+        else printf(" %s=%lld", c[i].name, (long long)c[i].i);
+    }
+}
+
 /* --tune: searches the kernel's `tune` block with `fixed` held, on the run's
  * real arguments; the winner becomes run->kern[which].  The winner is then
  * launched once so the next kernel is tuned on what this one computes (a
@@ -471,11 +481,7 @@ static int tune_kernel(Run *run, int which, const char *name, const tile_const *
     }
     grid_for(run, which, best, nbest, run->grid[which]);
     printf("tune: %s:", name);
-    for (int i = 0; i < nbest; i++) {
-        if (best[i].kind == TILE_CONST_FLOAT) printf(" %s=%g", best[i].name, best[i].f);
-        else if (best[i].kind == TILE_CONST_DTYPE) printf(" %s=%s", best[i].name, tile_dtype_name((tile_dtype)best[i].i));
-        else printf(" %s=%lld", best[i].name, (long long)best[i].i);
-    }
+    print_consts("", best, nbest);
     if (stats.cache_hit) printf("  %.4f ms (cache hit)\n", stats.best_ms);
     else printf("  %.4f ms (%d of %d points timed, %d skipped)\n", stats.best_ms, stats.ntimed, stats.npoints,
                 stats.nskipped);
@@ -652,7 +658,11 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     plan_const(p, K_STATE, "BLOCK_N", block_n_state, o->block_n_state != 0);
     if (dt == TILE_F32) plan_const(p, K_STATE, "TF32", tf32, 1);
     if (warps_state) plan_const(p, K_STATE, "num_warps", warps_state, o->warps_state != 0);
-    if (occupancy_state) plan_const(p, K_STATE, "occupancy", occupancy_state, o->occupancy_state != 0);
+    /* --tune holds the occupancy asked for (the backend lowers it for a point
+     * that would spill): its tune blocks do not search it, and a search at the
+     * compiler's own occupancy found the bf16 anchor's compute_out 0.785 ->
+     * 0.885 ms slower than the plain run (H200, 2026-12-03) */
+    if (occupancy_state) plan_const(p, K_STATE, "occupancy", occupancy_state, 1);
     if (o->heads_state > 1) plan_const(p, K_STATE, "HEADS", o->heads_state, 1);
 
     const int seq_heads = heads > 1         ? 1
@@ -669,7 +679,7 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     plan_const(p, K_OUT, "BLOCK_K", block_k_out, o->block_k_out != 0);
     if (dt == TILE_F32) plan_const(p, K_OUT, "TF32", tf32, 1);
     if (warps_out) plan_const(p, K_OUT, "num_warps", warps_out, o->warps_out != 0);
-    if (occupancy_out) plan_const(p, K_OUT, "occupancy", occupancy_out, o->occupancy_out != 0);
+    if (occupancy_out) plan_const(p, K_OUT, "occupancy", occupancy_out, 1);
     if (o->carry_tf32 && dt != TILE_F32) plan_const(p, K_OUT, "CARRY_TF32", 1, 1);
     if (heads == 1) plan_const(p, K_OUT, "FUSED", fused, 1);
     /* --tune holds it too: the scores' mode was chosen for it */
@@ -1024,18 +1034,18 @@ static void print_plan(const Config *cfg, const M2Shape *s, const struct M2Rando
         char g[48];
         snprintf(g, sizeof g, "(%d, %d, %d)", grid[0], grid[1], grid[2]);
         printf("  %-26s grid %-16s", plan.name[k], g);
-        for (int i = 0; i < plan.nconsts[k]; i++) {
-            const tile_const *c = &plan.consts[k][i];
-            if (c->kind == TILE_CONST_DTYPE) printf(" %s=%s", c->name, tile_dtype_name((tile_dtype)c->i));
-            else printf(" %s=%lld", c->name, (long long)c->i);
-        }
+        print_consts("", plan.consts[k], plan.nconsts[k]);
         printf("\n");
+        if (cfg->tune) {
+            print_consts("      --tune holds:", plan.fixed[k], plan.nfixed[k]);
+            printf("\n");
+        }
     }
     int asks = 0;
     for (int k = 0; k < K_COUNT; k++)
         for (int i = 0; i < plan.nconsts[k]; i++) asks |= !plan.skip[k] && !strcmp(plan.consts[k][i].name, "occupancy");
     if (asks) printf("  (occupancy: blocks per SM asked for; the CUDA backend lowers it while ptxas spills)\n");
-    if (cfg->tune) printf("  (--tune would search each kernel's tune block from these)\n");
+    if (cfg->tune) printf("  (--tune would search each kernel's tune block, holding what it holds)\n");
 }
 
 int main(int argc, char **argv) {
