@@ -561,16 +561,36 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
 
     const int block_h = min_int(16, pow2_at_least(H));
     const int block_p = min_int(64, pow2_at_least(P));
+    /* compute_out's skip term: a per-head D rides the causal loop's mma, on the
+     * weights' diagonal (compute_out.tile's D_DIAGONAL: no x_m load, no
+     * epilogue; at (8, 4096, 80, 64, 128, 1, 256) bf16 compute_out 1.220 ->
+     * 1.070 ms, with dstate 64 and 8 groups 1.012 -> 0.947, tf32 2.058 ->
+     * 2.012; H200, 2026-12-01, on a prototype reading D_h once per head); one
+     * of (heads, headdim) is added after it
+     * (D_AFTER), as is every D of the separate-scores 16-bit kernel: there the
+     * diagonal measured 0.170 -> 0.239 ms at (1, 4096, 80, 64, 128, 1, 256)
+     * at one block per SM, and with the 2 blocks asked for below it has not
+     * been timed.  Never by the state dtype, so that y stays the same bit for
+     * bit whichever stores the states (mamba2_state_dtype_same_y). */
+    const int has_d = !f->has_D ? 0 : f->D_per_head && (fused || dt == TILE_F32) ? 2 : 1;
     /* fwd_pass_state's head dims per block for 16-bit inputs: 64 (mamba2
      * --tune's winner on the H200 on 2026-12-01) when that still makes 512
      * blocks or more, about two waves of 2 per SM on 132 SMs: at (8, 4096, 80,
      * 64, 128, 1, 256) 0.452 -> 0.360 ms, with dstate 64 and 8 groups 0.306 ->
      * 0.208; with fewer blocks 32 (64 was 10-13% slower at 192 and 160 blocks).
-     * 8 warps for f32 (0.89 vs 1.12 ms, 2026-11-29). */
+     * 8 warps for f32 with exact products (0.89 vs 1.12 ms, 2026-11-29, when
+     * tf32 took them too). */
     const int p64_blocks = Bt * H * cdiv_int(P, 64);
+    /* tf32: 32 head dims, 32-token steps, 4 warps (the H200's tuner winner,
+     * 2026-12-03; same-call A/B against 64 head dims, 64-token steps on 8 warps:
+     * 0.737 -> 0.666 ms at (8, 4096, 80, 64, 128, 1, 256), 0.208 -> 0.160 at
+     * batch 1, 1.118 -> 0.744 at (2, 16384), 0.554 -> 0.515 with dstate 64
+     * and 8 groups). */
     const int block_p_state = o->block_p_state ? o->block_p_state
-                              : dt == TILE_F32 ? block_p : min_int(p64_blocks >= 512 ? 64 : 32, block_p);
-    const int warps_state = o->warps_state ? o->warps_state : dt == TILE_F32 ? 8 : 0;
+                              : tf32             ? min_int(32, block_p)
+                              : dt == TILE_F32   ? block_p
+                                                 : min_int(p64_blocks >= 512 ? 64 : 32, block_p);
+    const int warps_state = o->warps_state ? o->warps_state : tf32 ? 4 : dt == TILE_F32 ? 8 : 0;
     /* fwd_pass_state: a 64 x 128 state tile reads x once for N <= 128; 64
      * tokens per step.  compute_out: dstate in slices of 32
      * keeps registers bounded.  (The fastest of a sweep on the H200.) */
@@ -581,8 +601,18 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
                                            : fused ? max_int(16, pow2_at_least(N)) : min_int(32, max_int(16, pow2_at_least(N)));
     /* compute_out's row block: 128 tokens for 16-bit inputs (1.43 vs 1.71 ms
      * at (8, 4096, 80, 64, 128, 1, 256) bf16 on the H200), 64 for f32 (2.03
-     * vs 2.62 ms in tf32: 128 rows of f32 scores leave one block per SM). */
-    const int block_m = min_int(o->block_m ? o->block_m : dt == TILE_F32 || heads > 1 || fused ? 64 : 128, Q);
+     * vs 2.62 ms in tf32 on 2026-11-29: 128 rows of f32 scores left one block
+     * per SM).  Since tf32 fragments are read by ldmatrix, 128 rows on 8 warps
+     * fit 2 blocks per SM (128 registers) where D rides the diagonal, and are
+     * faster: 2.03 -> 1.90 ms at that shape, 4-6% at the other tf32 shapes
+     * timed (H200, 2026-12-03); without that D they take 253 registers, 1
+     * block per SM (ptxas), and keep 64. */
+    const int tf32_rows128 = tf32 && !fused && heads == 1 && has_d == 2;
+    const int block_m = min_int(o->block_m                            ? o->block_m
+                                : tf32_rows128                        ? 128
+                                : dt == TILE_F32 || heads > 1 || fused ? 64
+                                                                       : 128,
+                                Q);
     /* fwd_pass_state's tokens per step: 64, or 32 at 3 blocks per SM where
      * that makes fewer waves of blocks than 2 per SM.  With 16-bit inputs on
      * wgmma a 64 x 128 state tile takes 242 registers and 79 KB of shared
@@ -596,7 +626,7 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     const int state_3_per_sm = dt != TILE_F32 && on_wgmma(run) && block_p_state == 64 && block_n_state == 128 &&
                                !o->block_k && !o->occupancy_state && !o->warps_state && o->heads_state <= 1 &&
                                fewer_waves(run, state_blocks, 3, 2);
-    const int block_k = min_int(o->block_k ? o->block_k : state_3_per_sm ? 32 : 64, Q);
+    const int block_k = min_int(o->block_k ? o->block_k : state_3_per_sm || tf32 ? 32 : 64, Q);
     const int occupancy_state = o->occupancy_state ? o->occupancy_state : state_3_per_sm ? 3 : 0;
     /* with several heads per block, 32 keeps it within 128 registers.  Fused
      * (C_m's fragments, the scores and the output all in registers): 64 rows on
@@ -608,18 +638,6 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     const int block_k_out = min_int(o->block_k_out ? o->block_k_out : heads > 1 || (fused && dt != TILE_F32) ? 32
                                                                     : fused ? 16 : 64, block_m);
     const int warps_out = o->warps_out ? o->warps_out : fused ? 4 : 0;
-    /* compute_out's skip term: a per-head D rides the causal loop's mma, on the
-     * weights' diagonal (compute_out.tile's D_DIAGONAL: no x_m load, no
-     * epilogue; at (8, 4096, 80, 64, 128, 1, 256) bf16 compute_out 1.220 ->
-     * 1.070 ms, with dstate 64 and 8 groups 1.012 -> 0.947, tf32 2.058 ->
-     * 2.012; H200, 2026-12-01, on a prototype reading D_h once per head); one
-     * of (heads, headdim) is added after it
-     * (D_AFTER), as is every D of the separate-scores 16-bit kernel: there the
-     * diagonal measured 0.170 -> 0.239 ms at (1, 4096, 80, 64, 128, 1, 256)
-     * at one block per SM, and with the 2 blocks asked for below it has not
-     * been timed.  Never by the state dtype, so that y stays the same bit for
-     * bit whichever stores the states (mamba2_state_dtype_same_y). */
-    const int has_d = !f->has_D ? 0 : f->D_per_head && (fused || dt == TILE_F32) ? 2 : 1;
     /* the fused default's occupancy only with its own tiles and warps (others may not fit it) */
     const int fused_defaults = fused && !o->block_m && !o->warps_out && !o->block_k_out;
     /* Separate, 16-bit: 2 blocks per SM, which its shared memory (78 KB)
