@@ -14,7 +14,8 @@
  * reads are free of bank conflicts, mma_swizzle; 32-bit ones in rows padded
  * for the fragment reads) and the mma reads its fragments there, with
  * ldmatrix or ldmatrix.trans depending on which way round the operand is
- * stored, or for tf32 element by element.
+ * stored, or for tf32 element by element (a tf32 B stored [K][N] that eight
+ * warps along M read: from a transposed copy, mark_transposed).
  *
  * An async load at the top level of a `for` body is *pipelined* when its
  * indices can be recomputed for a later iteration (pure scalar functions of
@@ -254,11 +255,17 @@ void ce_async_analyse(Emitter *E) {
     E->async_core = ARENA_ARRAY(&E->mem, bool, n);
     E->async_round = ARENA_ARRAY(&E->mem, bool, n);
     E->async_swizzle = ARENA_ARRAY(&E->mem, short, n);
+    E->async_tr_ld = ARENA_ARRAY(&E->mem, int, n);
+    E->async_tr_off = ARENA_ARRAY(&E->mem, int64_t, n);
+    E->async_tr_round = ARENA_ARRAY(&E->mem, bool, n);
     E->readback_loop = ARENA_ARRAY(&E->mem, const IrOp *, n);
     for (int i = 0; i < n; i++) {
         E->async_core[i] = false;
         E->async_round[i] = false;
         E->async_swizzle[i] = 0;
+        E->async_tr_ld[i] = 0;
+        E->async_tr_off[i] = 0;
+        E->async_tr_round[i] = false;
         E->readback_loop[i] = NULL;
         E->nuses[i] = 0;
         E->async_kind[i] = ASYNC_NONE;
@@ -737,6 +744,81 @@ static bool wgmma_operands_piped(Emitter *E, const IrOp *loop) {
     return true;
 }
 
+/* ---- tf32 B operands stored [K][N], copied transposed ------------------------------ */
+
+/* A tf32 B operand lands as memory holds it, [K][N] for a row-major K x N
+ * tile, where mma.sync's fragments must be read a float at a time (k = q and
+ * q + 4, or 2q and 2q + 1 for a k-permuted A, of column g), and every warp
+ * along M reads all of it.  With eight warps or more there (compute_out_f32's
+ * x_k: 8 warps on rows, which Nsight found stalled on the shared-memory
+ * queue, 2026-12-03), the block copies the tile transposed, [N][K] and
+ * rounded, into a buffer of its own once per iteration, right after the
+ * pipeline's barrier (so before the products' inputs are made: a copy next
+ * to the product took compute_out_f32 past 128 registers), one more barrier
+ * after it; the products read it by ldmatrix, or in 8-byte pairs for a
+ * k-permuted A (emit_cuda_ops.c).  Measured on the H200: compute_out_f32
+ * 1.896 -> 1.783 ms at the tf32 Mamba-2 anchor; with four warps along M (the
+ * tf32 matmul's 128 x 128 x 32 tile on 8 warps) 115 -> 95 TFLOP/s, so not
+ * there; fewer read less of it again and the buffer would cost fwd_pass_state
+ * a block per SM.  Pitch: K + 4 for ldmatrix (8 rows 16 bytes apart modulo
+ * 128), or 32 or 96 bytes apart modulo 128 for the pairs (a half warp's four
+ * rows fill 128 bytes). */
+static void mark_transposed(Emitter *E, const IrOp *o) {
+    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
+    if (E->opt_tf32_no_transpose || E->opt_tf32_scalar || rt->rank != 2 || at->dtype != DT_TF32 ||
+        !ce_mma_on_tensor_cores(at, bt, rt) || ce_wgmma_layout(E, o) >= 0)
+        return;
+    int col_dim, wmb, wnb;
+    bool round;
+    int lv = ce_async_operand_load(E, o->args[1], &col_dim, &round);
+    bool piped = false;
+    for (int j = 0; j < E->pipe.n; j++) piped |= E->pipe.loads[j]->result == lv && !E->pipe.readback[j];
+    ce_plan_split(E, o, &wmb, &wnb);
+    int K = bt->shape[0], N = bt->shape[1];
+    if (!piped || col_dim != 1 || wmb < 3 || E->async_swizzle[lv] || E->async_core[lv] || E->async_pitch[lv] % 4 ||
+        K % 8 || N % 4 || E->async_tr_ld[lv])   /* (the last: a second product of the same tile) */
+        return;
+    bool kperm = ce_plan_reg_a(E, o) && ce_plan_kperm(E, o);
+    int ld = kperm ? K + (K % 16 ? 16 : 8) : K + 4;
+    E->async_tr_ld[lv] = ld;
+    E->async_tr_round[lv] = round;
+    E->async_tr_off[lv] = async_alloc(E, lv, ((int64_t)N * ld * 4 + 127) / 128 * 128);
+}
+
+/* Load `ld`'s tile (K x N f32, rows `pitch` apart at byte offset `src` of
+ * the async area) copied to its transposed buffer, [N][K].  Each thread
+ * moves 4 x 4 blocks, four 16-byte loads along N and four 16-byte stores
+ * along K; a quarter warp takes 2 k-blocks x 4 n-blocks (at most 4-way bank
+ * conflicts on either side at these pitches, where n-blocks alone put 8
+ * stores in one bank group). */
+static void emit_transpose(Emitter *E, const IrOp *ld, const char *src) {
+    int lv = ld->result, row, col;
+    const Type *t = ce_vtype(E, lv);
+    load_axes(ld, t, &row, &col);
+    int K = tile_rows(t, row), N = t->shape[col], KB = K / 4, NB = N / 4, pitch = E->async_pitch[lv];
+    int tld = E->async_tr_ld[lv];
+    const char *tf = E->async_tr_round[lv] ? "tile_tf32" : "";
+    ce_out(E, "{   /* copied transposed for the fragment reads, [N][K] */");
+    E->indent++;
+    ce_out(E, "const float *S = (const float *)(tile_async + %s);", src);
+    ce_out(E, "float *T = (float *)(tile_async + %lld);", (long long)E->async_tr_off[lv]);
+    ce_out(E, "for (int e = (int)threadIdx.x; e < %d; e += %d) {", KB * NB, E->threads);
+    E->indent++;
+    if (NB % 4 == 0)
+        ce_out(E, "const int nb = (e & 3) + 4 * ((e >> 3) %% %d), kb = ((e >> 2) & 1) + 2 * ((e >> 3) / %d);", NB / 4, NB / 4);
+    else
+        ce_out(E, "const int nb = e %% %d, kb = e / %d;", NB, NB);
+    for (int i = 0; i < 4; i++) ce_out(E, "const float4 r%d = *(const float4 *)(S + (4 * kb + %d) * %d + 4 * nb);", i, i, pitch);
+    static const char *const part[4] = {"x", "y", "z", "w"};
+    for (int j = 0; j < 4; j++)
+        ce_out(E, "*(float4 *)(T + (4 * nb + %d) * %d + 4 * kb) = make_float4(%s(r0.%s), %s(r1.%s), %s(r2.%s), %s(r3.%s));", j,
+            tld, tf, part[j], tf, part[j], tf, part[j], tf, part[j]);
+    E->indent--;
+    ce_out(E, "}");
+    E->indent--;
+    ce_out(E, "}");
+}
+
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save) {
     save->pipe = E->pipe;
     save->top = E->async_top;
@@ -811,6 +893,8 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         E->pipe.off[j] = async_alloc(E, E->pipe.loads[j]->result, stages * tile_bytes(E, E->pipe.loads[j]->result));
         E->async_stages[E->pipe.loads[j]->result] = stages;
     }
+    for (int j = 0; j < E->pipe.n; j++) E->async_tr_ld[E->pipe.loads[j]->result] = 0;   /* (a loop emitted again) */
+    ce_each_mma(E, loop->body, mark_transposed);
     E->pipe.loop = loop;
     E->pipe.stages = stages;
     E->pipe.wgmma_inflight = wg && stages >= 3 && !E->opt_wgmma_wait0 && wgmma_operands_piped(E, loop) &&
@@ -844,6 +928,13 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
         ce_out(E, "__syncthreads();             /* ... for every thread; the last iteration's buffer is free */");
     E->scratch_clean = true;
     issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, L, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, L, S));
+    bool transposed = false;
+    for (int j = 0; j < E->pipe.n; j++)
+        if (E->async_tr_ld[E->pipe.loads[j]->result]) {
+            emit_transpose(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
+            transposed = true;
+        }
+    if (transposed) ce_out(E, "__syncthreads();             /* ... the transposed copies too */");
     E->pipe.stage = ce_fmt_str(E, "%s_st%d", i, S);
     ce_out(E, "const int %s = %s_it %% %d;", E->pipe.stage, i, S);
 }
@@ -984,6 +1075,11 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     int lv = ops[0]->result;
     if (!E->async_ptr[lv]) return false;
     DType dt = ce_vdt(E, lv);
+    if (which == 1 && E->async_tr_ld[lv]) {   /* its transposed copy (mark_transposed) */
+        *out = (SmemOperand){.base = ce_fmt_str(E, "((const float *)(tile_async + %lld))", (long long)E->async_tr_off[lv]),
+                             .ld = E->async_tr_ld[lv], .kmajor = true, .rows = ce_vtype(E, lv)->shape[1]};
+        return true;
+    }
     out->base = ce_fmt_str(E, "((const %s *)%s)", ce_ctype(dt), E->async_ptr[lv]);
     out->ld = E->async_pitch[lv];
     out->kmajor = which == 0 ? col_dim == 1 : col_dim == 0;

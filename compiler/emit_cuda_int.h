@@ -94,6 +94,7 @@ typedef struct Emitter {
     bool opt_remat;           /* make values again in a use's layout (emit_cuda_remat.c) */
     bool opt_packed_cvt;      /* TILEC_PACKED_CVT: f32 -> bf16 / f16 casts two registers per instruction */
     bool opt_tf32_scalar;     /* TILEC_TF32_SCALAR_FRAGMENTS: tf32 fragments read a float at a time, not by ldmatrix */
+    bool opt_tf32_no_transpose; /* TILEC_TF32_NO_TRANSPOSE: a tf32 B stored [K][N] read where it landed (for measurements) */
     bool opt_outer_pipe;      /* TILEC_OUTER_PIPE: pipeline loops that hold loops too */
     long long readback_max_bytes;   /* largest register-read tile on a pipeline; -1: the default */
     Pipe pipe;                /* the innermost pipelined loop */
@@ -109,6 +110,10 @@ typedef struct Emitter {
     bool *wgmma_reg_a;        /* per mma result on wgmma: A read from registers (fragments), not shared memory */
     bool *async_core;         /* per async load: its buffer is in a wgmma layout (else mma.sync's) */
     bool *async_round;        /* ... its f32 elements rounded to tf32 in shared memory once they land (wgmma reads them so) */
+    int *async_tr_ld;         /* ... a tf32 B stored [K][N] copied transposed each iteration: the copy's row
+                               * pitch (0: read where it lands; ce_async_loop_begin) */
+    int64_t *async_tr_off;    /* ... and the copy's offset in the async area */
+    bool *async_tr_round;     /* ... rounded to tf32 on the way */
     short *async_swizzle;     /* ... rows of 32, 64 or 128 bytes, their 16-byte pieces permuted (the
                                * swizzle of that width; mma.sync's 16-bit operands take it too);
                                * 0: core matrices (wgmma) or padded rows (mma.sync) */

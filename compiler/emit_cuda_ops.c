@@ -365,6 +365,14 @@ static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, i
                     ce_out(E, "fb[%d][%d] = %s;", j, r, tf32_reg(E, o, ce_fmt_str(E, "__uint_as_float(fb[%d][%d])", j, r)));
         return n;
     }
+    if (kperm && o->kmajor && o->ld % 2 == 0) {
+        /* k = 2q, 2q + 1 side by side: one 8-byte load */
+        const char *v = ce_fresh(E, "b");
+        ce_out(E, "const float2 %s = *(const float2 *)(%s + (n0 + %d + g) * %d + k0 + 2 * q);", v, o->base, ni * 8, o->ld);
+        ce_out(E, "fb[%d][0] = %s;", ni, tf32_reg(E, o, ce_fmt_str(E, "%s.x", v)));
+        ce_out(E, "fb[%d][1] = %s;", ni, tf32_reg(E, o, ce_fmt_str(E, "%s.y", v)));
+        return 1;
+    }
     const char *kq = kperm ? "2 * q" : "q";
     int dk = (o->kmajor ? 1 : o->ld) * (kperm ? 1 : 4);
     const char *p = o->kmajor ? ce_fmt_str(E, "(%s + (n0 + %d + g) * %d + k0 + %s)", o->base, ni * 8, o->ld, kq)
