@@ -760,9 +760,12 @@ static bool wgmma_operands_piped(Emitter *E, const IrOp *loop) {
  * 1.896 -> 1.783 ms at the tf32 Mamba-2 anchor; with four warps along M (the
  * tf32 matmul's 128 x 128 x 32 tile on 8 warps) 115 -> 95 TFLOP/s, so not
  * there; fewer read less of it again and the buffer would cost fwd_pass_state
- * a block per SM.  Pitch: K + 4 for ldmatrix (8 rows 16 bytes apart modulo
- * 128), or 32 or 96 bytes apart modulo 128 for the pairs (a half warp's four
- * rows fill 128 bytes). */
+ * a block per SM.  Pitch: K + 4 for ldmatrix ((K + 4) / 4 odd: 8 rows fall in
+ * 8 different 16-byte bank groups), or 32 or 96 bytes apart modulo 128 for
+ * the pairs (a half warp's four rows fill 128 bytes).  The buffer is
+ * allocated after the pipeline's depth was chosen, so the async area may
+ * pass ASYNC_BUDGET by its size (18 KB for compute_out_f32's x_k; the
+ * kernel's total is what the launch checks). */
 static void mark_transposed(Emitter *E, const IrOp *o) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
     if (E->opt_tf32_no_transpose || E->opt_tf32_scalar || rt->rank != 2 || at->dtype != DT_TF32 ||
@@ -776,7 +779,7 @@ static void mark_transposed(Emitter *E, const IrOp *o) {
     ce_plan_split(E, o, &wmb, &wnb);
     int K = bt->shape[0], N = bt->shape[1];
     if (!piped || col_dim != 1 || wmb < 3 || E->async_swizzle[lv] || E->async_core[lv] || E->async_pitch[lv] % 4 ||
-        K % 8 || N % 4 || E->async_tr_ld[lv])   /* (the last: a second product of the same tile) */
+        K % 8 || N % 4)
         return;
     bool kperm = ce_plan_reg_a(E, o) && ce_plan_kperm(E, o);
     int ld = kperm ? K + (K % 16 ? 16 : 8) : K + 4;
@@ -940,6 +943,9 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
 }
 
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
+    /* the transposed copies' buffers end with the loop (a later pass may not
+     * pipeline it, and then its loads are read where they land) */
+    for (int j = 0; j < E->pipe.n; j++) E->async_tr_ld[E->pipe.loads[j]->result] = 0;
     if (pipelined && E->pipe.wgmma_inflight) {
         ce_out(E, "tile_wgmma_wait0();   /* the last batch of products */");
         /* their accumulators hold the results only now: no read of them may
@@ -1075,9 +1081,11 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     int lv = ops[0]->result;
     if (!E->async_ptr[lv]) return false;
     DType dt = ce_vdt(E, lv);
+    int row, col;
+    load_axes(ops[0], ce_vtype(E, lv), &row, &col);
     if (which == 1 && E->async_tr_ld[lv]) {   /* its transposed copy (mark_transposed) */
         *out = (SmemOperand){.base = ce_fmt_str(E, "((const float *)(tile_async + %lld))", (long long)E->async_tr_off[lv]),
-                             .ld = E->async_tr_ld[lv], .kmajor = true, .rows = ce_vtype(E, lv)->shape[1]};
+                             .ld = E->async_tr_ld[lv], .kmajor = true, .rows = ce_vtype(E, lv)->shape[col]};
         return true;
     }
     out->base = ce_fmt_str(E, "((const %s *)%s)", ce_ctype(dt), E->async_ptr[lv]);
@@ -1085,8 +1093,6 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     out->kmajor = which == 0 ? col_dim == 1 : col_dim == 0;
     out->round_tf32 = round;
     out->swizzle = E->async_core[lv] ? 0 : E->async_swizzle[lv];   /* (wgmma reads its own layouts) */
-    int row, col;
-    load_axes(ops[0], ce_vtype(E, lv), &row, &col);
     out->rows = tile_rows(ce_vtype(E, lv), row);
     return true;
 }

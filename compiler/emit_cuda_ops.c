@@ -366,7 +366,8 @@ static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, i
         return n;
     }
     if (kperm && o->kmajor && o->ld % 2 == 0) {
-        /* k = 2q, 2q + 1 side by side: one 8-byte load */
+        /* k = 2q, 2q + 1 side by side: one 8-byte load (any K-major B under a
+         * k-permuted A, the transposed copies of emit_cuda_async.c among them) */
         const char *v = ce_fresh(E, "b");
         ce_out(E, "const float2 %s = *(const float2 *)(%s + (n0 + %d + g) * %d + k0 + 2 * q);", v, o->base, ni * 8, o->ld);
         ce_out(E, "fb[%d][0] = %s;", ni, tf32_reg(E, o, ce_fmt_str(E, "%s.x", v)));
