@@ -604,7 +604,7 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
      * vs 2.62 ms in tf32 on 2026-11-29: 128 rows of f32 scores left one block
      * per SM).  Since tf32 fragments are read by ldmatrix, 128 rows on 8 warps
      * fit 2 blocks per SM (128 registers) where D rides the diagonal, and are
-     * faster: 2.03 -> 1.90 ms at that shape, 4-6% at the other tf32 shapes
+     * faster: 2.03 -> 1.90 ms at that shape, 3-5% at the other tf32 shapes
      * timed (H200, 2026-12-03); without that D they take 253 registers, 1
      * block per SM (ptxas), and keep 64. */
     const int tf32_rows128 = tf32 && !fused && heads == 1 && has_d == 2;
@@ -638,7 +638,9 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     const int block_k_out = min_int(o->block_k_out ? o->block_k_out : heads > 1 || (fused && dt != TILE_F32) ? 32
                                                                     : fused ? 16 : 64, block_m);
     const int warps_out = o->warps_out ? o->warps_out : fused ? 4 : 0;
-    /* the fused default's occupancy only with its own tiles and warps (others may not fit it) */
+    /* the fused default's occupancy only with its own tiles and warps (others
+     * may not fit it; --tune holds it all the same, and the backend lowers it
+     * for a point that would spill) */
     const int fused_defaults = fused && !o->block_m && !o->warps_out && !o->block_k_out;
     /* Separate, 16-bit: 2 blocks per SM, which its shared memory (78 KB)
      * implies anyway; said outright because at 46 KB (the skip term on the
@@ -709,10 +711,15 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     }
 
     /* chunk_scores: all of dstate in one step for 16-bit inputs (no spills
-     * at 128; 64 spills a word), 64 for f32 */
+     * at 128; 64 spills a word), 64 for f32.  Its rows are compute_out's
+     * (--block-m sets both), except under tf32's 128-row compute_out: 128
+     * rows of f32 scores take 255 registers and 128 KB, one block per SM,
+     * and spill unaligned (ptxas), and were slower (0.029 -> 0.034 ms at the
+     * anchor); compute_out reads the scores whatever tiles made them. */
     const int block_n_scores = min_int(dt == TILE_F32 ? 64 : 128, max_int(16, pow2_at_least(N)));
+    const int block_m_scores = tf32_rows128 && !o->block_m ? 64 : block_m;
     plan_const(p, K_SCORES, "CHUNK", Q, 1);
-    plan_const(p, K_SCORES, "BLOCK_M", block_m, o->block_m != 0);
+    plan_const(p, K_SCORES, "BLOCK_M", block_m_scores, o->block_m != 0);
     plan_const(p, K_SCORES, "BLOCK_N", block_n_scores, 0);
     if (dt == TILE_F32) plan_const(p, K_SCORES, "TF32", tf32, 1);
 }
@@ -1063,7 +1070,7 @@ static void print_plan(const Config *cfg, const M2Shape *s, const struct M2Rando
     for (int k = 0; k < K_COUNT; k++)
         for (int i = 0; i < plan.nconsts[k]; i++) asks |= !plan.skip[k] && !strcmp(plan.consts[k][i].name, "occupancy");
     if (asks) printf("  (occupancy: blocks per SM asked for; the CUDA backend lowers it while ptxas spills)\n");
-    if (cfg->tune) printf("  (--tune would search each kernel's tune block, holding what it holds)\n");
+    if (cfg->tune) printf("  (--tune would search each kernel's tune block, holding the constants listed under each)\n");
 }
 
 int main(int argc, char **argv) {
