@@ -5,7 +5,9 @@
  * nothing but view ops -- reshapes that add or drop unit axes, permutes, a
  * cast to its own storage (bf16 -> bf16; f32 -> tf32, whose rounding moves
  * to the fragment reads, or for wgmma to the buffer: emit_round) -- every
- * value of that chain having that one use; when the launch says the array is
+ * value of that chain having that one use, or several that all reach
+ * products' operands in the same block (a buffer several products read, each
+ * in its own orientation: shared_operand); when the launch says the array is
  * 16-byte aligned with a unit-stride last axis (CUDA_ARRAY_VEC16) and that
  * axis is one of the tile's two non-unit axes; and when out-of-range
  * elements read as zero.  Its tile never visits registers: cp.async writes
@@ -124,14 +126,83 @@ static bool load_qualifies(Emitter *E, const IrOp *ld) {
     return (int64_t)t->shape[col] * s % 16 == 0;
 }
 
+/* Is op `o` a view an async operand's chain may pass: a reshape, a permute,
+ * or a cast to its own storage (f32 -> tf32 too)? */
+static bool is_view_op(Emitter *E, const IrOp *o) {
+    if (o->op == OP_RESHAPE || o->op == OP_PERMUTE) return true;
+    if (o->op != OP_CAST) return false;
+    DType from = ce_vdt(E, o->args[0]), to = ce_vdt(E, o->result);
+    return from == to || (from == DT_F32 && to == DT_TF32);
+}
+
+/* Does block `blk` (or one it holds) read value `v`? */
+static bool block_reads(const IrBlock *blk, int v) {
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        for (int a = 0; a < o->nargs; a++)
+            if (o->args[a] == v) return true;
+        if (block_reads(o->body, v) || block_reads(o->else_body, v)) return true;
+    }
+    return false;
+}
+
+/* The block whose ops include `op`, searched from blk down. */
+static const IrBlock *block_holding(const IrBlock *blk, const IrOp *op) {
+    for (int i = 0; blk && i < blk->nops; i++) {
+        if (blk->ops[i] == op) return blk;
+        const IrBlock *b = block_holding(blk->ops[i]->body, op);
+        if (!b) b = block_holding(blk->ops[i]->else_body, op);
+        if (b) return b;
+    }
+    return NULL;
+}
+
+/* Does every use of `v`, defined in blk, go on to A or B of a tensor-core
+ * product in blk itself, through views only?  Clears *ok at one that does
+ * not, and at any use in a block blk holds. */
+static void uses_feed_operands(Emitter *E, const IrBlock *blk, int v, bool *ok, int depth) {
+    for (int i = 0; i < blk->nops && *ok; i++) {
+        const IrOp *o = blk->ops[i];
+        if (block_reads(o->body, v) || block_reads(o->else_body, v)) *ok = false;
+        for (int a = 0; a < o->nargs && *ok; a++) {
+            if (o->args[a] != v) continue;
+            if (o->op == OP_MMA && a < 2) {
+                const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
+                *ok = rt->rank == 2 && ce_mma_on_tensor_cores(at, bt, rt);
+            } else if (is_view_op(E, o) && depth < 8) {
+                uses_feed_operands(E, blk, o->result, ok, depth + 1);
+            } else {
+                *ok = false;
+            }
+        }
+    }
+}
+
+/* May value `v` of an operand's chain have more than one use?  Yes when each
+ * of them reaches a product's operand through views, all in the block that
+ * makes `v`: the tile is then copied once and every product reads its
+ * fragments (or wgmma its descriptors) from the same buffer, each in its
+ * own orientation (Mamba-2's ssd_scan reads B_k as Bᵀ for its scores and as
+ * B for its state, at each step).  Not for products in a loop below the
+ * load: a loop-invariant A operand is read into registers once instead
+ * (emit_cuda_plan.c), as compute_out's C_m is, whose buffer would cost it
+ * blocks per SM. */
+static bool shared_operand(Emitter *E, int v) {
+    if (E->nuses[v] == 1) return true;
+    const IrBlock *blk = block_holding(E->f->body, E->f->values[v].def);
+    bool ok = blk != NULL;
+    if (ok) uses_feed_operands(E, blk, v, &ok, 0);
+    return ok;
+}
+
 /* The ops from the load to operand `id` (load first); n = 0 when `id` is not
- * the end of a qualifying chain.  Every value but `id` itself has one use,
- * and so does `id` (its use is the mma). */
+ * the end of a qualifying chain.  Every value of it has one use, or only
+ * uses that are the operands of products through views (shared_operand). */
 static int chain_of(Emitter *E, int id, const IrOp **ops, int max) {
     int n = 0, v = id;
     for (;;) {
         const IrOp *d = E->f->values[v].def;
-        if (!d || E->nuses[v] != 1 || n == max) return 0;
+        if (!d || !shared_operand(E, v) || n == max) return 0;
         ops[n++] = d;
         if (d->op == OP_LOAD) break;
         if (d->op == OP_CAST) {
@@ -1057,9 +1128,10 @@ static bool operand_chain(Emitter *E, int id, const IrOp **ops, int *n, int *col
 
 int ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round) {
     const IrOp *ops[16];
-    int n;
+    int n, cd;
     bool rounds;
-    if (!operand_chain(E, id, ops, &n, col_dim, &rounds)) return -1;
+    if (!operand_chain(E, id, ops, &n, &cd, &rounds)) return -1;
+    if (col_dim) *col_dim = cd;
     if (round) *round = rounds;
     return ops[0]->result;
 }
@@ -1083,7 +1155,7 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     DType dt = ce_vdt(E, lv);
     int row, col;
     load_axes(ops[0], ce_vtype(E, lv), &row, &col);
-    if (which == 1 && E->async_tr_ld[lv]) {   /* its transposed copy (mark_transposed) */
+    if (which == 1 && col_dim == 1 && E->async_tr_ld[lv]) {   /* its transposed copy (mark_transposed) */
         *out = (SmemOperand){.base = ce_fmt_str(E, "((const float *)(tile_async + %lld))", (long long)E->async_tr_off[lv]),
                              .ld = E->async_tr_ld[lv], .kmajor = true, .rows = ce_vtype(E, lv)->shape[col]};
         return true;
@@ -1092,7 +1164,9 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     out->ld = E->async_pitch[lv];
     out->kmajor = which == 0 ? col_dim == 1 : col_dim == 0;
     out->round_tf32 = round;
-    out->swizzle = E->async_core[lv] ? 0 : E->async_swizzle[lv];   /* (wgmma reads its own layouts) */
+    /* (wgmma's swizzled buffers are mma.sync's at the same width: a buffer
+     * both read is swizzled, ce_wgmma_plan sees to it) */
+    out->swizzle = E->async_swizzle[lv];
     out->rows = tile_rows(ce_vtype(E, lv), row);
     return true;
 }

@@ -108,6 +108,8 @@ typedef struct Emitter {
     /* wgmma (emit_cuda_wgmma.c) */
     signed char *wgmma_split; /* per mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
     bool *wgmma_reg_a;        /* per mma result on wgmma: A read from registers (fragments), not shared memory */
+    bool *wgmma_barred;       /* per mma result: kept off wgmma (its buffer is read by mma.sync too: ce_wgmma_plan) */
+    unsigned char *wgmma_tally; /* per async load: read by wgmma from shared memory (1), by mma.sync (2) */
     bool *async_core;         /* per async load: its buffer is in a wgmma layout (else mma.sync's) */
     bool *async_round;        /* ... its f32 elements rounded to tf32 in shared memory once they land (wgmma reads them so) */
     int *async_tr_ld;         /* ... a tf32 B stored [K][N] copied transposed each iteration: the copy's row

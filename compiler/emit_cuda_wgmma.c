@@ -118,6 +118,7 @@ bool ce_wgmma_may_read_a_registers(Emitter *E, const IrOp *o) {
 /* Does mma `o` go to wgmma?  If so its split is recorded. */
 static bool plan_mma(Emitter *E, const IrOp *o) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
+    if (E->wgmma_barred && E->wgmma_barred[o->result]) return false;
     if (at->rank != 2 || bt->rank != 2 || t->rank != 2 || !ce_mma_on_tensor_cores(at, bt, t)) return false;
     if (!ce_is_half(at->dtype) && at->dtype != DT_TF32) return false;
     int wgm, wgn = 0;
@@ -156,17 +157,44 @@ static int swizzle_width(Emitter *E, const IrOp *o, int w, int cd) {
 }
 
 /* Mma `o` on wgmma if it qualifies: its shared-memory operands' buffers
- * take wgmma's layouts. */
+ * take wgmma's layouts (a buffer two products read: the narrower swizzle). */
 static void plan_operands(Emitter *E, const IrOp *o) {
     if (!plan_mma(E, o)) return;
     for (int w = E->wgmma_reg_a[o->result] ? 1 : 0; w < 2; w++) {
         bool round;
         int cd, lv = ce_async_operand_load(E, o->args[w], &cd, &round);
+        int width = E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd);
+        if (E->async_core[lv] && E->async_swizzle[lv] < width) width = E->async_swizzle[lv];
         E->async_core[lv] = true;
         E->async_round[lv] = round && !E->opt_tf32_truncate;
-        E->async_swizzle[lv] = (short)(E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd));
+        E->async_swizzle[lv] = (short)width;
         /* elements per stored row: wgmma's layouts have no padding */
         E->async_pitch[lv] = ce_vtype(E, o->args[w])->shape[cd];
+    }
+}
+
+/* Does product `o` read its operand `w` from shared memory on wgmma? */
+static bool wgmma_reads_smem(Emitter *E, const IrOp *o, int w) {
+    return E->wgmma_split[o->result] >= 0 && !(w == 0 && E->wgmma_reg_a[o->result]);
+}
+
+/* The products that read an async buffer, by how (reconcile's tally). */
+static void tally_readers(Emitter *E, const IrOp *o) {
+    for (int w = 0; w < 2; w++) {
+        int lv = ce_async_operand_load(E, o->args[w], NULL, NULL);
+        if (lv < 0) continue;
+        if (wgmma_reads_smem(E, o, w)) E->wgmma_tally[lv] |= 1;
+        else E->wgmma_tally[lv] |= 2;
+    }
+}
+
+/* Products on wgmma reading a buffer mma.sync reads too (tally 3) that is
+ * not in a form both read: barred. */
+static void bar_mixed(Emitter *E, const IrOp *o) {
+    for (int w = 0; w < 2; w++) {
+        int lv = ce_async_operand_load(E, o->args[w], NULL, NULL);
+        if (lv < 0 || E->wgmma_tally[lv] != 3 || !wgmma_reads_smem(E, o, w)) continue;
+        if (ce_regsize(ce_vdt(E, lv)) != 2 || E->async_swizzle[lv] == 0) E->wgmma_barred[o->result] = true;
     }
 }
 
@@ -174,11 +202,39 @@ void ce_wgmma_plan(Emitter *E) {
     int n = E->f->nvalues + 1;
     E->wgmma_split = ARENA_ARRAY(&E->mem, signed char, n);
     E->wgmma_reg_a = ARENA_ARRAY(&E->mem, bool, n);
-    for (int i = 0; i < n; i++) E->wgmma_split[i] = -1, E->wgmma_reg_a[i] = false;
+    E->wgmma_barred = ARENA_ARRAY(&E->mem, bool, n);
+    E->wgmma_tally = ARENA_ARRAY(&E->mem, unsigned char, n);
+    for (int i = 0; i < n; i++) E->wgmma_split[i] = -1, E->wgmma_reg_a[i] = E->wgmma_barred[i] = false;
     E->local_wgmma = ARENA_ARRAY(&E->mem, bool, E->f->nlocals + 1);
     for (int i = 0; i <= E->f->nlocals; i++) E->local_wgmma[i] = false;
     if (!E->opt_wgmma) return;
-    ce_each_mma(E, E->f->body, plan_operands);
+    /* A buffer several products read (emit_cuda_async.c's shared operands)
+     * has one form.  wgmma's swizzled form is mma.sync's at the same width
+     * (ce_swizzle_offset), so both may read a swizzled 16-bit buffer; its
+     * core matrices and its tf32 buffers no mma.sync reads, so a product on
+     * wgmma reading a buffer an mma.sync product reads in such a form is
+     * barred from wgmma and the plan made again (each round bars one more
+     * product at least, so it ends). */
+    bool *core = ARENA_ARRAY(&E->mem, bool, n), *round = ARENA_ARRAY(&E->mem, bool, n);
+    short *swizzle = ARENA_ARRAY(&E->mem, short, n);
+    int *pitch = ARENA_ARRAY(&E->mem, int, n);
+    for (int i = 0; i < n; i++)
+        core[i] = E->async_core[i], round[i] = E->async_round[i], swizzle[i] = E->async_swizzle[i], pitch[i] = E->async_pitch[i];
+    for (int pass = 0; pass < n; pass++) {
+        ce_each_mma(E, E->f->body, plan_operands);
+        for (int i = 0; i < n; i++) E->wgmma_tally[i] = 0;
+        ce_each_mma(E, E->f->body, tally_readers);
+        int barred = 0;
+        for (int i = 0; i < n; i++) barred += E->wgmma_barred[i];
+        ce_each_mma(E, E->f->body, bar_mixed);
+        for (int i = 0; i < n; i++) barred -= E->wgmma_barred[i];
+        if (!barred) break;
+        for (int i = 0; i < n; i++) {
+            E->wgmma_split[i] = -1, E->wgmma_reg_a[i] = false;
+            E->async_core[i] = core[i], E->async_round[i] = round[i], E->async_swizzle[i] = swizzle[i];
+            E->async_pitch[i] = pitch[i];
+        }
+    }
     /* (shared memory aligned for the hardware's swizzle: mma.sync's swizzled
      * buffers compute theirs from the row) */
     for (int i = 0; i < n; i++) E->swizzled |= E->async_swizzle[i] != 0 && E->async_core[i];
