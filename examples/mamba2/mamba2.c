@@ -58,6 +58,11 @@ static const char usage_text[] =
     "           2: 3, with 32-token steps, where that makes fewer waves of blocks than 2\n"
     "           (16-bit inputs on wgmma, 64 x 128 state tiles, no kernel-2 flags given); else\n"
     "           the compiler's)\n"
+    "  pass:    --pass chunks|scan (kernels 2 and 3 as written, or ssd_scan: one block per (batch,\n"
+    "           head, head-dim tile) walks the sequence with the state on chip; default scan where\n"
+    "           there are 4 blocks per SM or more on wgmma, else chunks: README.md)\n"
+    "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64); --block-p-state,\n"
+    "           --warps-state and --occupancy-state set its tile, warps and blocks per SM\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -199,6 +204,12 @@ static int parse_args(int argc, char **argv, Config *cfg) {
             else if (!strcmp(value, "separate")) cfg->opt.scores = M2_SCORES_SEPARATE;
             else { fprintf(stderr, "mamba2: --scores expects fused or separate, got '%s'\n", value); rc = -1; }
         }
+        else if (!strcmp(flag, "--pass")) {
+            if (!strcmp(value, "scan")) cfg->opt.pass = M2_PASS_SCAN;
+            else if (!strcmp(value, "chunks")) cfg->opt.pass = M2_PASS_CHUNKS;
+            else { fprintf(stderr, "mamba2: --pass expects scan or chunks, got '%s'\n", value); rc = -1; }
+        }
+        else if (!strcmp(flag, "--scan-step")) rc = parse_pow2(flag, value, &cfg->opt.scan_step);
         else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
         else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
         else if (!strcmp(flag, "--occupancy-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.occupancy_out);
@@ -297,6 +308,12 @@ static int cdiv_int(int a, int b) { return (a + b - 1) / b; }
  * to read. */
 enum { K_CUMSUM, K_STATE, K_SCORES, K_OUT, K_COUNT };
 static const char *const kernel_label[K_COUNT] = {"chunk_cumsum", "fwd_pass_state", "chunk_scores", "compute_out"};
+/* --pass scan: kernel 2's slot runs ssd_scan, and 3's and the scores' are not launched */
+static const char *label_of(int scan, int k) { return scan && k == K_STATE ? "ssd_scan" : kernel_label[k]; }
+/* Why kernel k is not launched. */
+static const char *skipped_why(int scan, int k) {
+    return scan ? "inside ssd_scan" : k == K_SCORES ? "the scores are computed inside compute_out" : "not asked for";
+}
 
 typedef struct Run {
     tile_ctx *ctx;
@@ -310,7 +327,8 @@ typedef struct Run {
     void *dA_lo;                   /* --precision fp32: the decays' low parts (chunk_cumsum.tile) */
     void *scores;                  /* (batch, chunk, group, Q, Q) f32; NULL when fused */
     int skip[K_COUNT];             /* kernels not launched (chunk_scores when fused) */
-    int Bt, H, P, N, Q, G, nchunks;   /* what the grids depend on besides the block sizes */
+    int scan;                      /* --pass scan: K_STATE is ssd_scan, no per-chunk states */
+    int Bt, L, H, P, N, Q, G, nchunks;   /* what the grids depend on besides the block sizes */
 } Run;
 
 /* What a run launches: each kernel's name and constants (the plain run's, and
@@ -323,6 +341,7 @@ typedef struct Plan {
     int skip[K_COUNT];             /* kernels not launched (chunk_scores when fused) */
     int heads;                     /* compute_out_heads' heads per block, or 1 */
     int fused, exact;
+    int scan;                      /* --pass scan (ssd_scan.tile in K_STATE's slot) */
 } Plan;
 
 static const char *short_dtype(tile_dtype t) { return tile_dtype_name(t); }
@@ -414,7 +433,8 @@ static int default_seq_heads(int per_group) {
 static void grid_for(const Run *run, int which, const tile_const *c, int n, int grid[3]) {
     if (which == K_CUMSUM) {
         const int block_h = max_int(1, const_of(c, n, "BLOCK_H", 16));
-        grid[0] = run->nchunks;
+        /* its chunks are ssd_scan's steps under --pass scan */
+        grid[0] = cdiv_int(run->L, max_int(1, const_of(c, n, "CHUNK", run->Q)));
         grid[1] = cdiv_int(run->H, block_h);
         grid[2] = run->Bt;
     } else if (which == K_STATE) {
@@ -524,14 +544,78 @@ static int fewer_waves(const Run *run, int blocks, int more, int fewer) {
     return sms > 0 && cdiv_int(blocks, more * sms) < cdiv_int(blocks, fewer * sms);
 }
 
+/* Can ssd_scan run these options and shape?  0, or why not. */
+static const char *scan_unfit(const M2Options *o, const M2Shape *s) {
+    if (o->dtype == TILE_F32 && o->fp32_products) return "exact fp32 products (--precision fp32)";
+    if (o->heads_per_block > 1 || o->seq_heads > 1 || o->scores != M2_SCORES_DEFAULT || o->carry_tf32)
+        return "kernel 3's options (--heads-per-block, --seq-heads, --scores, --carry)";
+    if (s->dstate > 128) return "dstate over 128 (the state's registers)";
+    return NULL;
+}
+
+/* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
+ * default the scan where it has blocks enough: at 2 blocks per SM (its 64 x
+ * 128 state tile takes 255 registers on 4 warps) each block walks the whole
+ * sequence, so it needs about two waves of blocks to fill the GPU.  Measured
+ * on the H200 (same call, 2026-12-03, bench/ab_mamba2.sh): 640 blocks, at
+ * (8, 4096, 80, 64, 128, 1, 256) bf16 1.121 -> 1.049 ms, tf32 2.506 -> 2.372,
+ * with dstate 64 and 8 groups 0.930 -> 0.859; 80 and 160 blocks, at (1,
+ * 4096, 80, ...) 0.224 -> 0.272 and (2, 16384, 80, ...) 1.202 -> 1.391, so
+ * those keep the chunked pass.  Only on wgmma (where it was measured), and
+ * not when a tiles flag of the chunked pass is given. */
+static int use_scan(const Run *run, const M2Options *o, const M2Shape *s) {
+    if (o->pass != M2_PASS_DEFAULT) return o->pass == M2_PASS_SCAN;
+    if (scan_unfit(o, s) || !on_wgmma(run)) return 0;
+    if (o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
+        o->warps_out || o->occupancy_out)
+        return 0;
+    const int sms = run->ctx ? tile_ctx_multiprocessors(run->ctx) : 132;
+    const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
+    const long long blocks = (long long)s->batch * s->heads * cdiv_int(s->headdim, block_p);
+    return sms > 0 && blocks >= 4LL * sms;
+}
+
+/* The plan of --pass scan: chunk_cumsum restarting every STEP tokens, then
+ * ssd_scan (ssd_scan.tile) in kernel 2's slot; no per-chunk states. */
+static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
+    const tile_dtype dt = o->dtype;
+    const int step = o->scan_step ? o->scan_step : 64;
+    p->scan = run->scan = 1;
+    p->heads = 1;
+    p->skip[K_SCORES] = p->skip[K_OUT] = 1;
+    snprintf(p->name[K_CUMSUM], sizeof p->name[K_CUMSUM], "chunk_cumsum");
+    snprintf(p->name[K_STATE], sizeof p->name[K_STATE], "ssd_scan_%s", short_dtype(dt));
+    snprintf(p->name[K_SCORES], sizeof p->name[K_SCORES], "chunk_scores");
+    snprintf(p->name[K_OUT], sizeof p->name[K_OUT], "compute_out");
+    plan_const(p, K_CUMSUM, "CHUNK", step, 1);
+    plan_const(p, K_CUMSUM, "BLOCK_H", min_int(16, pow2_at_least(s->heads)), 0);
+    plan_const(p, K_CUMSUM, "SOFTPLUS", o->dt_softplus, 1);
+    plan_const(p, K_CUMSUM, "EXACT", 0, 1);
+
+    const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
+    plan_const(p, K_STATE, "STEP", step, 1);
+    plan_const(p, K_STATE, "BLOCK_P", block_p, o->block_p_state != 0);
+    plan_const(p, K_STATE, "BLOCK_N", max_int(16, pow2_at_least(s->dstate)), 1);
+    plan_const(p, K_STATE, "HAS_INITIAL", f->has_initial, 1);
+    plan_const(p, K_STATE, "HAS_D", f->has_D, 1);
+    plan_const(p, K_STATE, "HAS_Z", f->has_z, 1);
+    if (o->warps_state) plan_const(p, K_STATE, "num_warps", o->warps_state, 1);
+    if (o->occupancy_state) plan_const(p, K_STATE, "occupancy", o->occupancy_state, 1);
+}
+
 /* The plan of a run of shape s with options o and the optional inputs f
  * says are there; also sets the extents in run that grid_for reads. */
 static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
     memset(p, 0, sizeof *p);
     const int Bt = s->batch, H = s->heads, P = s->headdim, N = s->dstate, G = s->groups;
     const int Q = s->chunk, nchunks = cdiv_int(s->seqlen, Q);
-    run->Bt = Bt, run->H = H, run->P = P, run->N = N, run->Q = Q, run->G = G, run->nchunks = nchunks;
+    run->Bt = Bt, run->L = s->seqlen, run->H = H, run->P = P, run->N = N, run->Q = Q, run->G = G;
+    run->nchunks = nchunks;
     const tile_dtype dt = o->dtype, sdt = o->state_dtype;
+    if (use_scan(run, o, s)) {
+        scan_plan(run, p, s, o, f);
+        return;
+    }
     /* exact fp32 products: the cumulative decays also carry their low parts */
     const int exact = dt == TILE_F32 && o->fp32_products;
     /* several heads per block: one kernel generic over the dtypes, scores read from chunk_scores */
@@ -748,19 +832,21 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     } else if (alloc_zero(run, &run->dt_bias, (size_t)H * 4)) {
         return -1;
     }
+    /* (no per-chunk states under --pass scan) */
+    const size_t state_bytes = plan.scan ? 0 : (size_t)Bt * nchunks * H * P * N * (size_t)tile_dtype_size(sdt);
     if (alloc_zero(run, &run->dummy, 16) || alloc_zero(run, &run->dt_out, ntok * 4) ||
-        alloc_zero(run, &run->dA_cumsum, ntok * 4) ||
-        alloc_zero(run, &run->states, (size_t)Bt * nchunks * H * P * N * (size_t)tile_dtype_size(sdt)) ||
+        alloc_zero(run, &run->dA_cumsum, ntok * 4) || alloc_zero(run, &run->states, state_bytes) ||
         alloc_zero(run, &run->final_states, nstate * 4) || alloc_zero(run, &run->y, nx * (size_t)tile_dtype_size(dt)))
         return -1;
     memcpy(run->skip, plan.skip, sizeof run->skip);
-    if (!fused && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
+    if (!fused && !plan.scan && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
     if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
 
     char dir[4096];
     tile_dir(dir, sizeof dir);
-    if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") || load_module(run, K_STATE, dir, "fwd_pass_state.tile") ||
-        load_module(run, K_OUT, dir, "compute_out.tile"))
+    if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") ||
+        load_module(run, K_STATE, dir, plan.scan ? "ssd_scan.tile" : "fwd_pass_state.tile") ||
+        (!plan.scan && load_module(run, K_OUT, dir, "compute_out.tile")))
         return -1;
     run->mod[K_SCORES] = run->mod[K_OUT];   /* one program, two kernels (the context releases it once) */
 
@@ -794,6 +880,23 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[na++] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
     a[na++] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
     run->nargs[K_STATE] = na;
+    if (plan.scan) {
+        /* ssd_scan(x, Bmat, Cmat, z, D, dt_out, dA_cumsum, initial_states, y, final_states) */
+        na = 0;
+        a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
+        a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+        a[na++] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+        a[na++] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
+        a[na++] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0)
+                        : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
+        a[na++] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
+        a[na++] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
+        a[na++] = in->initial_states ? array_arg(run->initial, TILE_F32, 4, Bt, H, P, N, 0)
+                                     : array_arg(run->dummy, TILE_F32, 4, 1, 1, 1, 1, 0);
+        a[na++] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
+        a[na++] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
+        run->nargs[K_STATE] = na;
+    }
 
     /* chunk_scores(Bmat, Cmat, cb) */
     a = run->args[K_SCORES];
@@ -842,7 +945,7 @@ static int run_launch(Run *run, tile_event **ev) {
         if (run->skip[k]) continue;
         tile_status st = tile_launch(run->kern[k], run->grid[k], run->args[k], run->nargs[k], NULL);
         if (st != TILE_OK) {
-            fprintf(stderr, "mamba2: launch of %s failed: %s\n%s\n", kernel_label[k], tile_status_name(st),
+            fprintf(stderr, "mamba2: launch of %s failed: %s\n%s\n", label_of(run->scan, k), tile_status_name(st),
                     tile_ctx_last_error(run->ctx));
             return -1;
         }
@@ -936,8 +1039,8 @@ static int bench(Run *run, const M2Inputs *in, const M2Options *o, int iters, in
                tile_ctx_backend(run->ctx) == TILE_BACKEND_CUDA ? "cuda" : "cpu", tile_ctx_device_name(run->ctx),
                iters, warmup);
         for (int k = 0; k < K_COUNT; k++)
-            if (!run->skip[k]) printf("  %-15s %10.4f ms\n", kernel_label[k], median(times[k], iters));
-            else printf("  %-15s %10s (fused into compute_out)\n", kernel_label[k], "-");
+            if (!run->skip[k]) printf("  %-15s %10.4f ms\n", label_of(run->scan, k), median(times[k], iters));
+            else printf("  %-15s %10s (%s)\n", kernel_label[k], "-", skipped_why(run->scan, k));
         printf("  %-15s %10.4f ms\n", "total", total_ms);
         printf("  traffic  %.3f GB compulsory -> %.1f GB/s (floor %.4f ms at 4.23 TB/s)\n", bytes * 1e-9,
                bytes / (total_ms * 1e-3) * 1e-9, bytes / 4.23e12 * 1e3);
@@ -1004,6 +1107,13 @@ static int check_options(const Config *cfg, const M2Shape *s) {
                 cfg->opt.block_n_out);
         return -1;
     }
+    if (cfg->opt.pass == M2_PASS_SCAN) {
+        const char *why = scan_unfit(&cfg->opt, s);
+        if (why) {
+            fprintf(stderr, "mamba2: --pass scan does not take %s\n", why);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -1046,12 +1156,13 @@ static void print_plan(const Config *cfg, const M2Shape *s, const struct M2Rando
     Plan plan;
     memset(&run, 0, sizeof run);
     run_plan(&run, &plan, s, &cfg->opt, f);
-    printf("plan: batch %d, seqlen %d, heads %d, headdim %d, dstate %d, groups %d, chunk %d; %s inputs, %s states\n",
+    printf("plan: batch %d, seqlen %d, heads %d, headdim %d, dstate %d, groups %d, chunk %d; %s inputs, %s%s\n",
            s->batch, s->seqlen, s->heads, s->headdim, s->dstate, s->groups, s->chunk, tile_dtype_name(cfg->opt.dtype),
-           tile_dtype_name(cfg->opt.state_dtype));
+           plan.scan ? "the state on chip (--pass scan)" : tile_dtype_name(cfg->opt.state_dtype),
+           plan.scan ? "" : " states");
     for (int k = 0; k < K_COUNT; k++) {
         if (plan.skip[k]) {
-            printf("  %-26s not launched (the scores are computed inside compute_out)\n", plan.name[k]);
+            printf("  %-26s not launched (%s)\n", plan.name[k], skipped_why(plan.scan, k));
             continue;
         }
         int grid[3];

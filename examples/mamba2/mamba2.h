@@ -67,7 +67,15 @@ typedef struct M2Options {
     int scores;                      /* --scores: kernel 3's C Bᵀ scores, M2_SCORES_* */
     int occupancy_out;               /* --occupancy-out: kernel 3's blocks per SM; 0 = the default */
     int occupancy_state;             /* --occupancy-state: kernel 2's; 0 = the compiler's choice */
+    int pass;                        /* --pass: M2_PASS_* */
+    int scan_step;                   /* --scan-step: tokens per step of ssd_scan; 0 = 64 */
 } M2Options;
+
+/* How kernels 2 and 3 run: CHUNKS, the chunked pass (fwd_pass_state writes
+ * each chunk's state, compute_out reads them back), or SCAN, one kernel
+ * (ssd_scan.tile) walking the sequence per (batch, head) with the state on
+ * chip.  DEFAULT: the driver's choice (mamba2.c, run_plan). */
+enum { M2_PASS_DEFAULT, M2_PASS_CHUNKS, M2_PASS_SCAN };
 
 /* Where kernel 3 gets its C_m B_kᵀ scores: SEPARATE (chunk_scores, a fourth
  * launch) or FUSED (computed in kernel 3's loop from C_m held in registers).
