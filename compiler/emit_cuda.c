@@ -1362,8 +1362,9 @@ static void loop_mem_access(Emitter *E, const IrBlock *blk) {
 }
 
 void ce_emit_op(Emitter *E, const IrOp *op) {
-    /* views of a cp.async operand have no registers: the mma reads the buffer */
-    if (ce_async_is_view(E, op->result)) return;
+    /* views of a cp.async operand have no registers: the mma reads the buffer
+     * (unless other uses read them in registers too) */
+    if (!ce_async_in_registers(E, op->result)) return;
     ce_emit_line(E, op);
     const IrFunc *f = E->f;
     switch (op->op) {

@@ -157,10 +157,10 @@ static const IrBlock *block_holding(const IrBlock *blk, const IrOp *op) {
     return NULL;
 }
 
-/* Does every use of `v`, defined in blk, go on to A or B of a tensor-core
- * product in blk itself, through views only?  Clears *ok at one that does
- * not, and at any use in a block blk holds. */
-static void uses_feed_operands(Emitter *E, const IrBlock *blk, int v, bool *ok, int depth) {
+/* The uses of `v`, defined in blk: *ok stays true while every one is in blk
+ * itself; *mixed is set when one does not go on to A or B of a tensor-core
+ * product through views only (it reads registers). */
+static void uses_feed_operands(Emitter *E, const IrBlock *blk, int v, bool *ok, bool *mixed, int depth) {
     for (int i = 0; i < blk->nops && *ok; i++) {
         const IrOp *o = blk->ops[i];
         if (block_reads(o->body, v) || block_reads(o->else_body, v)) *ok = false;
@@ -168,30 +168,42 @@ static void uses_feed_operands(Emitter *E, const IrBlock *blk, int v, bool *ok, 
             if (o->args[a] != v) continue;
             if (o->op == OP_MMA && a < 2) {
                 const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
-                *ok = rt->rank == 2 && ce_mma_on_tensor_cores(at, bt, rt);
+                if (!(rt->rank == 2 && ce_mma_on_tensor_cores(at, bt, rt))) *mixed = true;
             } else if (is_view_op(E, o) && depth < 8) {
-                uses_feed_operands(E, blk, o->result, ok, depth + 1);
+                uses_feed_operands(E, blk, o->result, ok, mixed, depth + 1);
             } else {
-                *ok = false;
+                *mixed = true;
             }
         }
     }
 }
 
-/* May value `v` of an operand's chain have more than one use?  Yes when each
- * of them reaches a product's operand through views, all in the block that
- * makes `v`: the tile is then copied once and every product reads its
- * fragments (or wgmma its descriptors) from the same buffer, each in its
- * own orientation (Mamba-2's ssd_scan reads B_k as Bᵀ for its scores and as
- * B for its state, at each step).  Not for products in a loop below the
+/* Does value `v` of an operand's chain have uses that read it in registers
+ * (not through views into products)?  Then the chain's values up to it are
+ * made in registers too (async_mixed). */
+static bool read_in_registers(Emitter *E, int v) {
+    if (E->nuses[v] == 1) return false;
+    const IrBlock *blk = block_holding(E->f->body, E->f->values[v].def);
+    bool ok = blk != NULL, mixed = false;
+    if (ok) uses_feed_operands(E, blk, v, &ok, &mixed, 0);
+    return mixed;
+}
+
+/* May value `v` of an operand's chain have more than one use?  Yes when they
+ * are all in the block that makes `v`: the tile is then copied once and
+ * every product reads its fragments (or wgmma its descriptors) from the same
+ * buffer, each in its own orientation (Mamba-2's ssd_scan reads B_k as Bᵀ
+ * for its scores and as B for its state, at each step), and the uses that
+ * are not products' operands read it into registers from there too
+ * (async_mixed: ssd_scan's x_k, B of one product and scaled for another).  Not for products in a loop below the
  * load: a loop-invariant A operand is read into registers once instead
  * (emit_cuda_plan.c), as compute_out's C_m is, whose buffer would cost it
  * blocks per SM. */
 static bool shared_operand(Emitter *E, int v) {
     if (E->nuses[v] == 1) return true;
     const IrBlock *blk = block_holding(E->f->body, E->f->values[v].def);
-    bool ok = blk != NULL;
-    if (ok) uses_feed_operands(E, blk, v, &ok, 0);
+    bool ok = blk != NULL, mixed = false;
+    if (ok) uses_feed_operands(E, blk, v, &ok, &mixed, 0);
     return ok;
 }
 
@@ -214,6 +226,11 @@ static int chain_of(Emitter *E, int id, const IrOp **ops, int max) {
         v = d->args[0];
     }
     if (!load_qualifies(E, ops[n - 1])) return 0;
+    /* a 32-bit tile other uses read in registers stays a plain load: its
+     * products would read tf32 fragments a float at a time, or wgmma's
+     * buffer would be rounded under the other uses (ssd_scan's tf32 x_k:
+     * 2.37 -> 3.08 ms at the anchor, H200) */
+    if (ce_regsize(ce_vdt(E, ops[n - 1]->result)) != 2 && read_in_registers(E, ops[n - 1]->result)) return 0;
     for (int i = 0; i < n / 2; i++) {   /* load first */
         const IrOp *x = ops[i];
         ops[i] = ops[n - 1 - i];
@@ -313,6 +330,11 @@ static void mark_operands(Emitter *E, const IrOp *o) {
             E->async_pitch[lv] = lt->shape[col];
         }
         for (int k = 1; k < n; k++) E->async_kind[ops[k]->result] = ASYNC_VIEW;
+        /* values up to the last one read in registers are made in registers */
+        int last = -1;
+        for (int k = 0; k < n; k++)
+            if (read_in_registers(E, ops[k]->result)) last = k;
+        for (int k = 0; k <= last; k++) E->async_mixed[ops[k]->result] = true;
     }
 }
 
@@ -330,7 +352,9 @@ void ce_async_analyse(Emitter *E) {
     E->async_tr_off = ARENA_ARRAY(&E->mem, int64_t, n);
     E->async_tr_round = ARENA_ARRAY(&E->mem, bool, n);
     E->readback_loop = ARENA_ARRAY(&E->mem, const IrOp *, n);
+    E->async_mixed = ARENA_ARRAY(&E->mem, bool, n);
     for (int i = 0; i < n; i++) {
+        E->async_mixed[i] = false;
         E->async_core[i] = false;
         E->async_round[i] = false;
         E->async_swizzle[i] = 0;
@@ -350,6 +374,7 @@ void ce_async_analyse(Emitter *E) {
 }
 
 bool ce_async_is_view(Emitter *E, int v) { return v >= 0 && E->async_kind && E->async_kind[v] == ASYNC_VIEW; }
+bool ce_async_in_registers(Emitter *E, int v) { return !ce_async_is_view(E, v) || E->async_mixed[v]; }
 bool ce_async_is_load(Emitter *E, int v) { return v >= 0 && E->async_kind && E->async_kind[v] == ASYNC_LOAD; }
 
 /* ---- shared memory ----------------------------------------------------------------- */
@@ -581,13 +606,20 @@ void ce_async_read(Emitter *E, int lv, int lay, const char *name) {
     DType dt = t->dtype;
     int row, col;
     load_axes(E->f->values[lv].def, t, &row, &col);
-    int pitch = E->async_pitch[lv];
+    int pitch = E->async_pitch[lv], s = ce_regsize(dt);
+    BufForm form = buf_form(E, lv);
     ce_decl(E, dt, name, lay);
-    int V = ce_vector_width(E, lay, col, 16 / ce_regsize(dt));
+    int V = ce_vector_width(E, lay, col, 16 / s);
     for (int r = 0; r < ce_nregs(E, lay); r += V) {
-        const char *at = row >= 0 ? ce_fmt_str(E, "%s * %d + %s", ce_coord(E, lay, r, row), pitch, ce_coord(E, lay, r, col))
-                                  : ce_coord(E, lay, r, col);
-        const char *ptr = ce_fmt_str(E, "((const %s *)%s + %s)", ce_ctype(dt), E->async_ptr[lv], at);
+        const char *rr = row >= 0 ? ce_coord(E, lay, r, row) : "0", *kk = ce_coord(E, lay, r, col), *ptr;
+        if (form == FORM_ROWS) {
+            const char *at = row >= 0 ? ce_fmt_str(E, "%s * %d + %s", rr, pitch, kk) : kk;
+            ptr = ce_fmt_str(E, "((const %s *)%s + %s)", ce_ctype(dt), E->async_ptr[lv], at);
+        } else {   /* (a buffer products read too: V elements never cross a 16-byte piece) */
+            const char *piece = copy_dst(E, form, E->async_swizzle[lv], rr, kk, tile_rows(t, row), t->shape[col], pitch, s);
+            ptr = ce_fmt_str(E, "((const %s *)((const unsigned char *)%s + %s + ((%s) * %d & 15)))", ce_ctype(dt),
+                             E->async_ptr[lv], piece, kk, s);
+        }
         if (V > 1) ce_vec_load(E, dt, ptr, name, lay, r, V);
         else ce_out(E, "%s = *%s;", ce_reg(E, name, lay, r), ptr);
     }
@@ -627,12 +659,16 @@ void ce_async_emit_load(Emitter *E, const IrOp *ld) {
     }
     if (k < 0) {
         emit_single(E, ld);
+        if (E->async_mixed[lv]) {
+            emit_readback(E, ld, E->async_ptr[lv]);
+            E->readback_loop[lv] = NULL;   /* (not read again: a pipeline's buffers only) */
+        }
         return;
     }
     /* pipelined: this iteration's buffer */
     const char *buf = ce_fmt_str(E, "(tile_async + %lld + %s * %lld)", (long long)E->pipe.off[k], E->pipe.stage,
                                  (long long)tile_bytes(E, lv));
-    if (E->pipe.readback[k]) emit_readback(E, ld, buf);
+    if (E->pipe.readback[k] || E->async_mixed[lv]) emit_readback(E, ld, buf);
     else E->async_ptr[lv] = buf;
 }
 

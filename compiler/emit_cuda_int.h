@@ -110,6 +110,7 @@ typedef struct Emitter {
     bool *wgmma_reg_a;        /* per mma result on wgmma: A read from registers (fragments), not shared memory */
     bool *wgmma_barred;       /* per mma result: kept off wgmma (its buffer is read by mma.sync too: ce_wgmma_plan) */
     unsigned char *wgmma_tally; /* per async load: read by wgmma from shared memory (1), by mma.sync (2) */
+    bool *async_mixed;        /* per value of an async operand's chain: also read in registers (emit_cuda_async.c) */
     bool *async_core;         /* per async load: its buffer is in a wgmma layout (else mma.sync's) */
     bool *async_round;        /* ... its f32 elements rounded to tf32 in shared memory once they land (wgmma reads them so) */
     int *async_tr_ld;         /* ... a tf32 B stored [K][N] copied transposed each iteration: the copy's row
@@ -242,6 +243,8 @@ bool ce_wgmma_reads_registers(Emitter *E, const IrOp *mma);
  * the local between), or NULL. */
 const char *ce_wgmma_inplace(Emitter *E, const IrOp *op, int lay);
 bool ce_async_is_view(Emitter *E, int v);
+/* Has value v registers (not a view only a product's operand reads)? */
+bool ce_async_in_registers(Emitter *E, int v);
 bool ce_async_is_load(Emitter *E, int v);
 void ce_async_emit_load(Emitter *E, const IrOp *ld);
 bool ce_async_pipelined(Emitter *E, const IrOp *ld);

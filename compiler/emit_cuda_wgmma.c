@@ -193,7 +193,7 @@ static void tally_readers(Emitter *E, const IrOp *o) {
 static void bar_mixed(Emitter *E, const IrOp *o) {
     for (int w = 0; w < 2; w++) {
         int lv = ce_async_operand_load(E, o->args[w], NULL, NULL);
-        if (lv < 0 || E->wgmma_tally[lv] != 3 || !wgmma_reads_smem(E, o, w)) continue;
+        if (lv < 0 || E->wgmma_tally[lv] != 3 || !wgmma_reads_smem(E, o, w)) continue;   /* (mixed readers only) */
         if (ce_regsize(ce_vdt(E, lv)) != 2 || E->async_swizzle[lv] == 0) E->wgmma_barred[o->result] = true;
     }
 }
