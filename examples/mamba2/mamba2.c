@@ -59,8 +59,8 @@ static const char usage_text[] =
     "           (16-bit inputs on wgmma, 64 x 128 state tiles, no kernel-2 flags given); else\n"
     "           the compiler's)\n"
     "  pass:    --pass chunks|scan (kernels 2 and 3 as written, or ssd_scan: one block per (batch,\n"
-    "           head, head-dim tile) walks the sequence with the state on chip; default scan where\n"
-    "           there are 4 blocks per SM or more on wgmma, else chunks: README.md)\n"
+    "           head, head-dim tile) walks the sequence with the state on chip; default on wgmma:\n"
+    "           scan for 16-bit inputs, chunks for f32 ones: README.md)\n"
     "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64); --block-p-state,\n"
     "           --warps-state and --occupancy-state set its tile, warps and blocks per SM\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
@@ -554,25 +554,20 @@ static const char *scan_unfit(const M2Options *o, const M2Shape *s) {
 }
 
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
- * default the scan where it has blocks enough: at 2 blocks per SM (its 64 x
- * 128 state tile takes 255 registers on 4 warps) each block walks the whole
- * sequence, so it needs about two waves of blocks to fill the GPU.  Measured
- * on the H200 (same call, 2026-12-03, bench/ab_mamba2.sh): 640 blocks, at
- * (8, 4096, 80, 64, 128, 1, 256) bf16 1.121 -> 1.049 ms, tf32 2.506 -> 2.372,
- * with dstate 64 and 8 groups 0.930 -> 0.859; 80 and 160 blocks, at (1,
- * 4096, 80, ...) 0.224 -> 0.272 and (2, 16384, 80, ...) 1.202 -> 1.391, so
- * those keep the chunked pass.  Only on wgmma (where it was measured), and
- * not when a tiles flag of the chunked pass is given. */
+ * default the scan on wgmma (where it was measured) for 16-bit inputs, the
+ * chunked pass for f32 ones.  H200, same call, 2026-12-03 (bench/ab_mamba2.sh),
+ * chunked -> scan: bf16 at (8, 4096, 80, 64, 128, 1, 256) 1.125 -> 0.821 ms,
+ * with dstate 64 and 8 groups 0.935 -> 0.659, (1, 4096, 80) 0.225 -> 0.199,
+ * (2, 16384, 80) 1.212 -> 1.064, (8, 2048, 24) 0.224 -> 0.150; tf32 at the
+ * anchor 2.496 -> 3.030 and at (1, 4096, 80) 0.421 -> 0.633 (its 32-bit x_k
+ * is staged through registers for its products, emit_cuda_async.c, and
+ * tf32 products with an operand stored N-major stay on mma.sync).  Not when
+ * a tiles flag of the chunked pass is given. */
 static int use_scan(const Run *run, const M2Options *o, const M2Shape *s) {
     if (o->pass != M2_PASS_DEFAULT) return o->pass == M2_PASS_SCAN;
-    if (scan_unfit(o, s) || !on_wgmma(run)) return 0;
-    if (o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
-        o->warps_out || o->occupancy_out)
-        return 0;
-    const int sms = run->ctx ? tile_ctx_multiprocessors(run->ctx) : 132;
-    const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
-    const long long blocks = (long long)s->batch * s->heads * cdiv_int(s->headdim, block_p);
-    return sms > 0 && blocks >= 4LL * sms;
+    if (o->dtype == TILE_F32 || scan_unfit(o, s) || !on_wgmma(run)) return 0;
+    return !(o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
+             o->warps_out || o->occupancy_out);
 }
 
 /* The plan of --pass scan: chunk_cumsum restarting every STEP tokens, then
@@ -597,7 +592,12 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
     plan_const(p, K_STATE, "BLOCK_P", block_p, o->block_p_state != 0);
     plan_const(p, K_STATE, "BLOCK_N", max_int(16, pow2_at_least(s->dstate)), 1);
     plan_const(p, K_STATE, "HAS_INITIAL", f->has_initial, 1);
-    plan_const(p, K_STATE, "HAS_D", f->has_D, 1);
+    /* a per-head D on the causal weights' diagonal (ssd_scan.tile's
+     * D_DIAGONAL), as compute_out does, for 16-bit inputs; D of (heads,
+     * headdim), and every D of f32 inputs, after the products (with f32
+     * inputs the diagonal spilled 116 bytes at 255 registers, ptxas, NVRTC
+     * 13.0) */
+    plan_const(p, K_STATE, "HAS_D", !f->has_D ? 0 : f->D_per_head && dt != TILE_F32 ? 2 : 1, 1);
     plan_const(p, K_STATE, "HAS_Z", f->has_z, 1);
     if (o->warps_state) plan_const(p, K_STATE, "num_warps", o->warps_state, 1);
     if (o->occupancy_state) plan_const(p, K_STATE, "occupancy", o->occupancy_state, 1);
