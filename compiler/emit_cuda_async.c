@@ -5,12 +5,14 @@
  * nothing but view ops -- reshapes that add or drop unit axes, permutes, a
  * cast to its own storage (bf16 -> bf16; f32 -> tf32, whose rounding moves
  * to the fragment reads, or for wgmma to the buffer: emit_round) -- every
- * value of that chain having that one use, or several that all reach
- * products' operands in the same block (a buffer several products read, each
- * in its own orientation: shared_operand); when the launch says the array is
- * 16-byte aligned with a unit-stride last axis (CUDA_ARRAY_VEC16) and that
- * axis is one of the tile's two non-unit axes; and when out-of-range
- * elements read as zero.  Its tile never visits registers: cp.async writes
+ * value of that chain having that one use, or several, all in the same
+ * block (use_kinds: a buffer several products read, each in its own
+ * orientation; a 16-bit tile other uses read too is read back into
+ * registers for them from that buffer, async_mixed); when the launch says
+ * the array is 16-byte aligned with a unit-stride last axis
+ * (CUDA_ARRAY_VEC16) and that axis is one of the tile's two non-unit axes;
+ * and when out-of-range elements read as zero.  For its products the tile
+ * never visits registers: cp.async writes
  * it to shared memory as memory holds it (the contiguous axis innermost;
  * 16-bit tiles swizzled so that both the copies' writes and ldmatrix's
  * reads are free of bank conflicts, mma_swizzle; 32-bit ones in rows padded
@@ -178,33 +180,37 @@ static void uses_feed_operands(Emitter *E, const IrBlock *blk, int v, bool *ok, 
     }
 }
 
-/* Does value `v` of an operand's chain have uses that read it in registers
- * (not through views into products)?  Then the chain's values up to it are
- * made in registers too (async_mixed). */
-static bool read_in_registers(Emitter *E, int v) {
-    if (E->nuses[v] == 1) return false;
+/* How the uses of value `v` of an operand's chain go on.  *shared: may it
+ * have more than one use?  Yes when they are all in the block that makes
+ * `v`: the tile is then copied once and every product reads its fragments
+ * (or wgmma its descriptors) from the same buffer, each in its own
+ * orientation (Mamba-2's ssd_scan reads B_k as Bᵀ for its scores and as B
+ * for its state, at each step).  Not for products in a loop below the load:
+ * a loop-invariant A operand is read into registers once instead
+ * (emit_cuda_plan.c), as compute_out's C_m is, whose buffer would cost it
+ * blocks per SM.  *mixed: do some of them read it in registers (not through
+ * views into products)?  Then the chain's values up to it are made in
+ * registers too, read back from the buffer (async_mixed: ssd_scan's x_k, B
+ * of one product and scaled for another).  One use (the next op of the
+ * chain): shared, not mixed. */
+static void use_kinds(Emitter *E, int v, bool *shared, bool *mixed) {
+    *shared = true, *mixed = false;
+    if (E->nuses[v] == 1) return;
     const IrBlock *blk = block_holding(E->f->body, E->f->values[v].def);
-    bool ok = blk != NULL, mixed = false;
-    if (ok) uses_feed_operands(E, blk, v, &ok, &mixed, 0);
-    return mixed;
+    *shared = blk != NULL;
+    if (*shared) uses_feed_operands(E, blk, v, shared, mixed, 0);
 }
 
-/* May value `v` of an operand's chain have more than one use?  Yes when they
- * are all in the block that makes `v`: the tile is then copied once and
- * every product reads its fragments (or wgmma its descriptors) from the same
- * buffer, each in its own orientation (Mamba-2's ssd_scan reads B_k as Bᵀ
- * for its scores and as B for its state, at each step), and the uses that
- * are not products' operands read it into registers from there too
- * (async_mixed: ssd_scan's x_k, B of one product and scaled for another).  Not for products in a loop below the
- * load: a loop-invariant A operand is read into registers once instead
- * (emit_cuda_plan.c), as compute_out's C_m is, whose buffer would cost it
- * blocks per SM. */
 static bool shared_operand(Emitter *E, int v) {
-    if (E->nuses[v] == 1) return true;
-    const IrBlock *blk = block_holding(E->f->body, E->f->values[v].def);
-    bool ok = blk != NULL, mixed = false;
-    if (ok) uses_feed_operands(E, blk, v, &ok, &mixed, 0);
-    return ok;
+    bool shared, mixed;
+    use_kinds(E, v, &shared, &mixed);
+    return shared;
+}
+
+static bool read_in_registers(Emitter *E, int v) {
+    bool shared, mixed;
+    use_kinds(E, v, &shared, &mixed);
+    return mixed;
 }
 
 /* The ops from the load to operand `id` (load first); n = 0 when `id` is not
@@ -230,7 +236,8 @@ static int chain_of(Emitter *E, int id, const IrOp **ops, int max) {
      * products would read tf32 fragments a float at a time, or wgmma's
      * buffer would be rounded under the other uses (ssd_scan's tf32 x_k:
      * 2.37 -> 3.08 ms at the anchor, H200) */
-    if (ce_regsize(ce_vdt(E, ops[n - 1]->result)) != 2 && read_in_registers(E, ops[n - 1]->result)) return 0;
+    for (int i = 0; i < n && ce_regsize(ce_vdt(E, ops[n - 1]->result)) != 2; i++)
+        if (read_in_registers(E, ops[i]->result)) return 0;
     for (int i = 0; i < n / 2; i++) {   /* load first */
         const IrOp *x = ops[i];
         ops[i] = ops[n - 1 - i];
@@ -338,6 +345,52 @@ static void mark_operands(Emitter *E, const IrOp *o) {
     }
 }
 
+/* The load at the root of async value v's chain of views. */
+static int root_load(Emitter *E, int v) {
+    while (E->async_kind[v] == ASYNC_VIEW) v = E->f->values[v].def->args[0];
+    return v;
+}
+
+/* Does op `o` read async value `a` (its argument `at`) from the buffer: a
+ * view marked with it, or a product whose operand chain qualifies? */
+static bool reads_buffer(Emitter *E, const IrOp *o, int at) {
+    if (E->async_kind[o->result] == ASYNC_VIEW && !E->async_mixed[o->result]) return true;
+    return o->op == OP_MMA && at < 2 && ce_async_operand_load(E, o->args[at], NULL, NULL) >= 0;
+}
+
+/* Every use of an async value that reads registers must find them: uses_feed_operands
+ * counts a product as a reader of the buffer, but that product's own chain
+ * may not qualify (a reshape that merges axes, chain_geometry).  Such a
+ * value's chain is made in registers too (async_mixed, 16-bit), or its load
+ * becomes a plain one (32-bit).  True when a mark changed (run again). */
+static bool settle_readers(Emitter *E, const IrBlock *blk) {
+    bool changed = false;
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        for (int a = 0; a < o->nargs; a++) {
+            int v = o->args[a];
+            if (v < 0 || E->async_kind[v] == ASYNC_NONE || E->async_mixed[v] || reads_buffer(E, o, a)) continue;
+            int lv = root_load(E, v);
+            if (ce_regsize(ce_vdt(E, lv)) == 2) {
+                for (int w = v;; w = E->f->values[w].def->args[0]) {
+                    E->async_mixed[w] = true;
+                    if (w == lv) break;
+                }
+            } else {   /* (the views found first: clearing one cuts the chains through it) */
+                bool *mine = ARENA_ARRAY(&E->mem, bool, E->f->nvalues + 1);
+                for (int w = 0; w < E->f->nvalues; w++) mine[w] = E->async_kind[w] == ASYNC_VIEW && root_load(E, w) == lv;
+                for (int w = 0; w < E->f->nvalues; w++)
+                    if (mine[w]) E->async_kind[w] = ASYNC_NONE;
+                E->async_kind[lv] = ASYNC_NONE;
+            }
+            changed = true;
+        }
+        changed |= settle_readers(E, o->body);
+        changed |= settle_readers(E, o->else_body);
+    }
+    return changed;
+}
+
 void ce_async_analyse(Emitter *E) {
     int n = E->f->nvalues + 1;
     E->nuses = ARENA_ARRAY(&E->mem, int, n);
@@ -371,6 +424,7 @@ void ce_async_analyse(Emitter *E) {
     E->swizzled = false;
     count_uses(E, E->f->body);
     ce_each_mma(E, E->f->body, mark_operands);
+    while (settle_readers(E, E->f->body)) {}
 }
 
 bool ce_async_is_view(Emitter *E, int v) { return v >= 0 && E->async_kind && E->async_kind[v] == ASYNC_VIEW; }
@@ -653,12 +707,9 @@ static void emit_prefetched(Emitter *E, const IrOp *ld, int j);
 
 void ce_async_emit_load(Emitter *E, const IrOp *ld) {
     int lv = ld->result, k = pipe_index(E, ld), pf = prefetch_index(E, ld);
-    if (pf >= 0) {
-        emit_prefetched(E, ld, pf);
-        return;
-    }
-    if (k < 0) {
-        emit_single(E, ld);
+    if (pf >= 0 || k < 0) {
+        if (pf >= 0) emit_prefetched(E, ld, pf);
+        else emit_single(E, ld);
         if (E->async_mixed[lv]) {
             emit_readback(E, ld, E->async_ptr[lv]);
             E->readback_loop[lv] = NULL;   /* (not read again: a pipeline's buffers only) */
