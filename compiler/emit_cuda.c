@@ -1349,17 +1349,41 @@ void ce_mem_access(Emitter *E, int arr, IrMemAccess kind) {
     E->mem_state[arr] |= (unsigned char)MEM_BIT(kind);
 }
 
-/* The accesses a loop body makes, as if already made (they come round again). */
-static void loop_mem_access(Emitter *E, const IrBlock *blk) {
+/* Does every access of array `arr` in blk (and the blocks it holds) store a
+ * tile whose index has `iv` as one of its entries?  (Cleared in *only.) */
+static void stores_by_index(const IrBlock *blk, int arr, int iv, bool *only) {
+    for (int i = 0; blk && i < blk->nops && *only; i++) {
+        const IrOp *o = blk->ops[i];
+        if (ir_op_mem_access(o) != IR_MEM_NONE && o->array == arr) {
+            bool indexed = false;
+            for (int a = 0; o->op == OP_STORE && a < o->nargs - 1; a++) indexed |= o->args[a] == iv;
+            *only = indexed;
+        }
+        stores_by_index(o->body, arr, iv, only);
+        stores_by_index(o->else_body, arr, iv, only);
+    }
+}
+
+/* The accesses a loop body makes, as if already made (they come round
+ * again); for a `for` loop (iv its induction variable, else -1), not an
+ * array the body only writes, one tile per store at an index holding iv:
+ * distinct iterations write disjoint tiles, and nothing in the loop reads
+ * them (Mamba-2's ssd_scan stores y at each step without a barrier).
+ * TILEC_LOOP_STORE_BARRIER=1: the barrier all the same (for measurements). */
+static void loop_mem_access_iv(Emitter *E, const IrBlock *blk, const IrBlock *body, int iv) {
     if (!blk || !E->mem_state) return;
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
         IrMemAccess k = ir_op_mem_access(o);
-        if (k != IR_MEM_NONE) E->mem_state[o->array] |= (unsigned char)MEM_BIT(k);
-        loop_mem_access(E, o->body);
-        loop_mem_access(E, o->else_body);
+        bool disjoint = iv >= 0 && k == IR_MEM_WRITE && !E->opt_loop_store_barrier;
+        if (disjoint) stores_by_index(body, o->array, iv, &disjoint);
+        if (k != IR_MEM_NONE && !disjoint) E->mem_state[o->array] |= (unsigned char)MEM_BIT(k);
+        loop_mem_access_iv(E, o->body, body, iv);
+        loop_mem_access_iv(E, o->else_body, body, iv);
     }
 }
+
+static void loop_mem_access(Emitter *E, const IrBlock *blk) { loop_mem_access_iv(E, blk, blk, -1); }
 
 void ce_emit_op(Emitter *E, const IrOp *op) {
     /* views of a cp.async operand have no registers: the mma reads the buffer
@@ -1453,7 +1477,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         ce_out(E, "{");
         E->indent++;
         ce_out(E, "const %s %s_hi = (%s)%s, %s_st = (%s)%s;", IT, i, IT, hi, i, IT, st);
-        loop_mem_access(E, op->body);   /* what the body did reaches its start again */
+        loop_mem_access_iv(E, op->body, op->body, op->result);   /* what the body did reaches its start again */
         AsyncLoopState outer;
         bool piped = ce_async_loop_begin(E, op, i, lo, &outer);
         if (!piped) ce_async_prefetch_begin(E, op, i, lo);
@@ -1690,6 +1714,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_mma_noswizzle = ce_env_flag("TILEC_MMA_NOSWIZZLE");
     E.opt_tf32_scalar = ce_env_flag("TILEC_TF32_SCALAR_FRAGMENTS");
     E.opt_tf32_no_transpose = ce_env_flag("TILEC_TF32_NO_TRANSPOSE");
+    E.opt_loop_store_barrier = ce_env_flag("TILEC_LOOP_STORE_BARRIER");
     E.opt_no_prefetch = ce_env_flag("TILEC_NO_PREFETCH");
     E.opt_tf32_truncate = ce_env_flag("TILEC_TF32_TRUNCATE");
     E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");

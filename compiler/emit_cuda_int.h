@@ -95,6 +95,7 @@ typedef struct Emitter {
     bool opt_packed_cvt;      /* TILEC_PACKED_CVT: f32 -> bf16 / f16 casts two registers per instruction */
     bool opt_tf32_scalar;     /* TILEC_TF32_SCALAR_FRAGMENTS: tf32 fragments read a float at a time, not by ldmatrix */
     bool opt_tf32_no_transpose; /* TILEC_TF32_NO_TRANSPOSE: a tf32 B stored [K][N] read where it landed (for measurements) */
+    bool opt_loop_store_barrier; /* TILEC_LOOP_STORE_BARRIER: a loop's stores of disjoint tiles wait at a barrier too (for measurements) */
     bool opt_outer_pipe;      /* TILEC_OUTER_PIPE: pipeline loops that hold loops too */
     long long readback_max_bytes;   /* largest register-read tile on a pipeline; -1: the default */
     Pipe pipe;                /* the innermost pipelined loop */
