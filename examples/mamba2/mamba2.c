@@ -60,7 +60,9 @@ static const char usage_text[] =
     "           the compiler's)\n"
     "  pass:    --pass chunks|scan (kernels 2 and 3 as written, or ssd_scan: one block per (batch,\n"
     "           head, head-dim tile) walks the sequence with the state on chip; default on wgmma:\n"
-    "           scan for 16-bit inputs, chunks for f32 ones: README.md)\n"
+    "           scan for 16-bit inputs without --z or --initial-states and without the chunked\n"
+    "           pass's tiles flags, else chunks: README.md); the chunked pass's flags (states,\n"
+    "           kernels 2 and 3, scores) apply to it alone\n"
     "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64); --block-p-state,\n"
     "           --warps-state and --occupancy-state set its tile, warps and blocks per SM\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
@@ -556,16 +558,19 @@ static const char *scan_unfit(const M2Options *o, const M2Shape *s) {
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
  * default the scan on wgmma (where it was measured) for 16-bit inputs, the
  * chunked pass for f32 ones.  H200, same call, 2026-12-03 (bench/ab_mamba2.sh),
- * chunked -> scan: bf16 at (8, 4096, 80, 64, 128, 1, 256) 1.125 -> 0.821 ms,
+ * chunked -> scan, without z and initial states: bf16 at (8, 4096, 80, 64, 128, 1, 256) 1.125 -> 0.821 ms,
  * with dstate 64 and 8 groups 0.935 -> 0.659, (1, 4096, 80) 0.225 -> 0.199,
  * (2, 16384, 80) 1.212 -> 1.064, (8, 2048, 24) 0.224 -> 0.150; tf32 at the
  * anchor 2.496 -> 3.030 and at (1, 4096, 80) 0.421 -> 0.633 (its 32-bit x_k
  * is staged through registers for its products, emit_cuda_async.c, and
  * tf32 products with an operand stored N-major stay on mma.sync).  Not when
  * a tiles flag of the chunked pass is given. */
-static int use_scan(const Run *run, const M2Options *o, const M2Shape *s) {
+static int use_scan(const Run *run, const M2Options *o, const M2Shape *s, const struct M2RandomFeatures *f) {
     if (o->pass != M2_PASS_DEFAULT) return o->pass == M2_PASS_SCAN;
-    if (o->dtype == TILE_F32 || scan_unfit(o, s) || !on_wgmma(run)) return 0;
+    /* (with z or initial states ssd_scan takes more registers and shared
+     * memory: 1 block per SM, the gate's spilling 12 bytes (ptxas, NVRTC
+     * 13.0); not timed, so those runs keep the chunked pass) */
+    if (o->dtype == TILE_F32 || f->has_z || f->has_initial || scan_unfit(o, s) || !on_wgmma(run)) return 0;
     return !(o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
              o->warps_out || o->occupancy_out);
 }
@@ -612,7 +617,7 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     run->Bt = Bt, run->L = s->seqlen, run->H = H, run->P = P, run->N = N, run->Q = Q, run->G = G;
     run->nchunks = nchunks;
     const tile_dtype dt = o->dtype, sdt = o->state_dtype;
-    if (use_scan(run, o, s)) {
+    if (use_scan(run, o, s, f)) {
         scan_plan(run, p, s, o, f);
         return;
     }
