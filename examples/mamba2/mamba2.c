@@ -1112,12 +1112,24 @@ static int check_options(const Config *cfg, const M2Shape *s) {
                 cfg->opt.block_n_out);
         return -1;
     }
-    if (cfg->opt.pass == M2_PASS_SCAN) {
-        const char *why = scan_unfit(&cfg->opt, s);
+    const M2Options *o = &cfg->opt;
+    if (o->pass == M2_PASS_SCAN) {
+        const char *why = scan_unfit(o, s);
         if (why) {
             fprintf(stderr, "mamba2: --pass scan does not take %s\n", why);
             return -1;
         }
+        if (o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
+            o->warps_out || o->occupancy_out || cfg->state_dtype_given) {
+            fprintf(stderr, "mamba2: --pass scan keeps no per-chunk states and has no kernel 3: --state-dtype, "
+                            "--block-n-state, --block-n-out, --block-k, --block-k-out, --block-m, --heads-state, "
+                            "--warps-out and --occupancy-out are the chunked pass's (--pass chunks)\n");
+            return -1;
+        }
+    }
+    if (o->pass == M2_PASS_CHUNKS && o->scan_step) {
+        fprintf(stderr, "mamba2: --scan-step is the scan pass's (--pass scan), not the chunked pass's\n");
+        return -1;
     }
     return 0;
 }
