@@ -59,10 +59,11 @@ static const char usage_text[] =
     "           (16-bit inputs on wgmma, 64 x 128 state tiles, no kernel-2 flags given); else\n"
     "           the compiler's)\n"
     "  pass:    --pass chunks|scan (kernels 2 and 3 as written, or ssd_scan: one block per (batch,\n"
-    "           head, head-dim tile) walks the sequence with the state on chip; default on wgmma:\n"
-    "           scan for 16-bit inputs without --z or --initial-states and without the chunked\n"
-    "           pass's tiles flags, else chunks: README.md); the chunked pass's flags (states,\n"
-    "           kernels 2 and 3, scores) apply to it alone\n"
+    "           head, head-dim tile) walks the sequence with the state on chip; default on wgmma,\n"
+    "           without --z, --initial-states and the chunked pass's tiles flags: scan for\n"
+    "           16-bit inputs, and for f32 ones with 4 blocks per SM or more; else chunks:\n"
+    "           README.md); the chunked pass's flags (states, kernels 2 and 3, scores) apply to\n"
+    "           it alone\n"
     "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64); --block-p-state,\n"
     "           --warps-state and --occupancy-state set its tile, warps and blocks per SM\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
@@ -556,23 +557,29 @@ static const char *scan_unfit(const M2Options *o, const M2Shape *s) {
 }
 
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
- * default the scan on wgmma (where it was measured) for 16-bit inputs, the
- * chunked pass for f32 ones.  H200, same call, 2026-12-03 (bench/ab_mamba2.sh),
- * chunked -> scan, without z and initial states: bf16 at (8, 4096, 80, 64, 128, 1, 256) 1.125 -> 0.821 ms,
- * with dstate 64 and 8 groups 0.935 -> 0.659, (1, 4096, 80) 0.225 -> 0.199,
- * (2, 16384, 80) 1.212 -> 1.064, (8, 2048, 24) 0.224 -> 0.150; tf32 at the
- * anchor 2.496 -> 3.030 and at (1, 4096, 80) 0.421 -> 0.633 (its 32-bit x_k
- * is staged through registers for its products, emit_cuda_async.c, and
- * tf32 products with an operand stored N-major stay on mma.sync).  Not when
- * a tiles flag of the chunked pass is given. */
+ * default, on wgmma (where it was measured) and without z or initial states
+ * (with them ssd_scan takes 1 block per SM, the gate spilling 12 bytes;
+ * ptxas, NVRTC 13.0; not timed), the scan for 16-bit inputs, and for f32
+ * inputs (tf32) where there are 4 blocks per SM or more: each block walks
+ * the whole sequence, and tf32's steps are slower.  H200, same calls,
+ * 2026-12-03 (bench/ab_mamba2.sh), chunked -> scan: bf16 at (8, 4096, 80,
+ * 64, 128, 1, 256) 1.125 -> 0.821 ms, with dstate 64 and 8 groups 0.935 ->
+ * 0.659, (1, 4096, 80) 0.225 -> 0.199, (2, 16384, 80) 1.212 -> 1.064, (8,
+ * 2048, 24) 0.224 -> 0.150; tf32 (D after the products) at the anchor 2.51
+ * -> 2.38 and with dstate 64 and 8 groups 2.24 -> 1.73 (640 blocks), but
+ * (1, 4096, 80) 0.426 -> 0.584 and (2, 16384, 80) 2.62 -> 3.16 (80 and 160
+ * blocks).  Not when a tiles flag of the chunked pass is given. */
 static int use_scan(const Run *run, const M2Options *o, const M2Shape *s, const struct M2RandomFeatures *f) {
     if (o->pass != M2_PASS_DEFAULT) return o->pass == M2_PASS_SCAN;
-    /* (with z or initial states ssd_scan takes more registers and shared
-     * memory: 1 block per SM, the gate's spilling 12 bytes (ptxas, NVRTC
-     * 13.0); not timed, so those runs keep the chunked pass) */
-    if (o->dtype == TILE_F32 || f->has_z || f->has_initial || scan_unfit(o, s) || !on_wgmma(run)) return 0;
-    return !(o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
-             o->warps_out || o->occupancy_out);
+    if (f->has_z || f->has_initial || scan_unfit(o, s) || !on_wgmma(run)) return 0;
+    if (o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
+        o->warps_out || o->occupancy_out)
+        return 0;
+    if (o->dtype != TILE_F32) return 1;
+    const int sms = run->ctx ? tile_ctx_multiprocessors(run->ctx) : 132;
+    const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
+    const long long blocks = (long long)s->batch * s->heads * cdiv_int(s->headdim, block_p);
+    return sms > 0 && blocks >= 4LL * sms;
 }
 
 /* The plan of --pass scan: chunk_cumsum restarting every STEP tokens, then
