@@ -1349,24 +1349,27 @@ void ce_mem_access(Emitter *E, int arr, IrMemAccess kind) {
     E->mem_state[arr] |= (unsigned char)MEM_BIT(kind);
 }
 
-/* Does every access of array `arr` in blk (and the blocks it holds) store a
- * tile whose index has `iv` as one of its entries?  (Cleared in *only.) */
-static void stores_by_index(const IrBlock *blk, int arr, int iv, bool *only) {
+/* Is the one access of array `arr` in blk (and the blocks it holds) a
+ * store of a tile whose index has `iv` as one of its entries?  *only is
+ * cleared otherwise, *seen counts the accesses.  (Two stores of one array
+ * could overlap across iterations: a tile of another extent, iv on another
+ * axis.) */
+static void stores_by_index(const IrBlock *blk, int arr, int iv, bool *only, int *seen) {
     for (int i = 0; blk && i < blk->nops && *only; i++) {
         const IrOp *o = blk->ops[i];
         if (ir_op_mem_access(o) != IR_MEM_NONE && o->array == arr) {
             bool indexed = false;
             for (int a = 0; o->op == OP_STORE && a < o->nargs - 1; a++) indexed |= o->args[a] == iv;
-            *only = indexed;
+            *only = indexed && ++*seen == 1;
         }
-        stores_by_index(o->body, arr, iv, only);
-        stores_by_index(o->else_body, arr, iv, only);
+        stores_by_index(o->body, arr, iv, only, seen);
+        stores_by_index(o->else_body, arr, iv, only, seen);
     }
 }
 
 /* The accesses a loop body makes, as if already made (they come round
  * again); for a `for` loop (iv its induction variable, else -1), not an
- * array the body only writes, one tile per store at an index holding iv:
+ * array the body only writes, by one store of one tile at an index holding iv:
  * distinct iterations write disjoint tiles, and nothing in the loop reads
  * them (Mamba-2's ssd_scan stores y at each step without a barrier).
  * TILEC_LOOP_STORE_BARRIER=1: the barrier all the same (for measurements). */
@@ -1376,7 +1379,8 @@ static void loop_mem_access_iv(Emitter *E, const IrBlock *blk, const IrBlock *bo
         const IrOp *o = blk->ops[i];
         IrMemAccess k = ir_op_mem_access(o);
         bool disjoint = iv >= 0 && k == IR_MEM_WRITE && !E->opt_loop_store_barrier;
-        if (disjoint) stores_by_index(body, o->array, iv, &disjoint);
+        int seen = 0;
+        if (disjoint) stores_by_index(body, o->array, iv, &disjoint, &seen);
         if (k != IR_MEM_NONE && !disjoint) E->mem_state[o->array] |= (unsigned char)MEM_BIT(k);
         loop_mem_access_iv(E, o->body, body, iv);
         loop_mem_access_iv(E, o->else_body, body, iv);

@@ -60,12 +60,13 @@ static const char usage_text[] =
     "           the compiler's)\n"
     "  pass:    --pass chunks|scan (kernels 2 and 3 as written, or ssd_scan: one block per (batch,\n"
     "           head, head-dim tile) walks the sequence with the state on chip; default on wgmma,\n"
-    "           without --z, --initial-states and the chunked pass's tiles flags: scan for\n"
-    "           16-bit inputs, and for f32 ones with 4 blocks per SM or more; else chunks:\n"
-    "           README.md); the chunked pass's flags (states, kernels 2 and 3, scores) apply to\n"
-    "           it alone\n"
-    "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64); --block-p-state,\n"
-    "           --warps-state and --occupancy-state set its tile, warps and blocks per SM\n"
+    "           without --z, --initial-states, --state-dtype and the chunked pass's tiles flags:\n"
+    "           scan for 16-bit inputs, and for f32 ones with at least 4 x SMs blocks (batch x\n"
+    "           heads x 64-head-dim tiles); else chunks: README.md); --state-dtype, kernel 3's\n"
+    "           and its scores' flags, --block-n-state, --block-k, --heads-state are the chunked\n"
+    "           pass's; --block-p-state, --warps-state, --occupancy-state set either's kernel 2\n"
+    "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64; without --pass\n"
+    "           it picks the scan)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -576,9 +577,10 @@ static int use_scan(const Run *run, const M2Options *o, const M2Shape *s, const 
         o->warps_out || o->occupancy_out)
         return 0;
     if (o->dtype != TILE_F32) return 1;
+    /* (blocks of the default 64 head dims: --block-p-state is fwd_pass_state's
+     * too, and smaller tiles on the scan were not timed for tf32) */
     const int sms = run->ctx ? tile_ctx_multiprocessors(run->ctx) : 132;
-    const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
-    const long long blocks = (long long)s->batch * s->heads * cdiv_int(s->headdim, block_p);
+    const long long blocks = (long long)s->batch * s->heads * cdiv_int(s->headdim, 64);
     return sms > 0 && blocks >= 4LL * sms;
 }
 
@@ -1223,6 +1225,16 @@ int main(int argc, char **argv) {
     cfg.warmup = -1;
     int rc = parse_args(argc, argv, &cfg);
     if (rc) return rc;
+    /* A flag only one pass has picks that pass when --pass is not given:
+     * --scan-step the scan, --state-dtype the chunked pass (use_scan's
+     * default would drop it silently otherwise). */
+    if (cfg.opt.pass == M2_PASS_DEFAULT && cfg.opt.scan_step && cfg.state_dtype_given) {
+        fprintf(stderr, "mamba2: --scan-step is the scan pass's and --state-dtype the chunked pass's: "
+                        "give one, or --pass\n");
+        return EXIT_USAGE;
+    }
+    if (cfg.opt.pass == M2_PASS_DEFAULT && cfg.opt.scan_step) cfg.opt.pass = M2_PASS_SCAN;
+    if (cfg.opt.pass == M2_PASS_DEFAULT && cfg.state_dtype_given) cfg.opt.pass = M2_PASS_CHUNKS;
 
     /* Inputs first: bad input exits 2 before any work or any file written. */
     char err[1024];
