@@ -1282,11 +1282,14 @@ int main(int argc, char **argv) {
     }
     const M2Shape *s = &in.s;
     const tile_backend_kind backend = tile_ctx_backend(run.ctx);
+    const struct M2RandomFeatures feats = features_of(&in);
+    const int scan = use_scan(&run, &cfg.opt, s, &feats);
     printf("mamba2: batch %d, seqlen %d, heads %d, headdim %d, dstate %d, groups %d, chunk %d; %s inputs%s, "
-           "%s states%s%s%s%s%s on %s\n",
+           "%s%s%s%s%s%s%s on %s\n",
            s->batch, s->seqlen, s->heads, s->headdim, s->dstate, s->groups, s->chunk, tile_dtype_name(cfg.opt.dtype),
            cfg.opt.dtype == TILE_F32 ? (cfg.opt.fp32_products ? " (fp32 products)" : " (tf32 products)") : "",
-           tile_dtype_name(cfg.opt.state_dtype), in.D ? (in.D_per_head ? ", D (heads)" : ", D (heads, headdim)") : "",
+           scan ? "the state on chip (--pass scan)" : tile_dtype_name(cfg.opt.state_dtype), scan ? "" : " states",
+           in.D ? (in.D_per_head ? ", D (heads)" : ", D (heads, headdim)") : "",
            in.z ? ", z" : "", in.dt_bias ? ", dt_bias" : "", cfg.opt.dt_softplus ? ", softplus" : "",
            in.initial_states ? ", initial states" : "", tile_ctx_device_name(run.ctx));
     fflush(stdout);   /* before --tune's verbose table on stderr */
