@@ -105,6 +105,19 @@ bool ce_env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+const IrBlock *ce_block_holding(const IrBlock *blk, const IrOp *op, int *at) {
+    for (int i = 0; blk && i < blk->nops; i++) {
+        if (blk->ops[i] == op) {
+            if (at) *at = i;
+            return blk;
+        }
+        const IrBlock *b = ce_block_holding(blk->ops[i]->body, op, at);
+        if (!b) b = ce_block_holding(blk->ops[i]->else_body, op, at);
+        if (b) return b;
+    }
+    return NULL;
+}
+
 void ce_each_mma(Emitter *E, const IrBlock *blk, void (*visit)(Emitter *E, const IrOp *mma)) {
     if (!blk) return;
     for (int i = 0; i < blk->nops; i++) {

@@ -148,17 +148,6 @@ static bool block_reads(const IrBlock *blk, int v) {
     return false;
 }
 
-/* The block whose ops include `op`, searched from blk down. */
-static const IrBlock *block_holding(const IrBlock *blk, const IrOp *op) {
-    for (int i = 0; blk && i < blk->nops; i++) {
-        if (blk->ops[i] == op) return blk;
-        const IrBlock *b = block_holding(blk->ops[i]->body, op);
-        if (!b) b = block_holding(blk->ops[i]->else_body, op);
-        if (b) return b;
-    }
-    return NULL;
-}
-
 /* The uses of `v`, defined in blk: *ok stays true while every one is in blk
  * itself; *mixed is set when one does not go on to A or B of a tensor-core
  * product through views only (it reads registers). */
@@ -196,7 +185,7 @@ static void uses_feed_operands(Emitter *E, const IrBlock *blk, int v, bool *ok, 
 static void use_kinds(Emitter *E, int v, bool *shared, bool *mixed) {
     *shared = true, *mixed = false;
     if (E->nuses[v] == 1) return;
-    const IrBlock *blk = block_holding(E->f->body, E->f->values[v].def);
+    const IrBlock *blk = ce_block_holding(E->f->body, E->f->values[v].def, NULL);
     *shared = blk != NULL;
     if (*shared) uses_feed_operands(E, blk, v, shared, mixed, 0);
 }
@@ -223,12 +212,7 @@ static int chain_of(Emitter *E, int id, const IrOp **ops, int max) {
         if (!d || !shared_operand(E, v) || n == max) return 0;
         ops[n++] = d;
         if (d->op == OP_LOAD) break;
-        if (d->op == OP_CAST) {
-            DType from = ce_vdt(E, d->args[0]), to = ce_vdt(E, v);
-            if (from != to && !(from == DT_F32 && to == DT_TF32)) return 0;
-        } else if (d->op != OP_RESHAPE && d->op != OP_PERMUTE) {
-            return 0;
-        }
+        if (!is_view_op(E, d)) return 0;
         v = d->args[0];
     }
     if (!load_qualifies(E, ops[n - 1])) return 0;

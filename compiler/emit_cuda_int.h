@@ -148,6 +148,9 @@ bool ce_env_flag(const char *name);
 /* Calls visit on every MMA of blk, nested blocks first (the analyses that
  * mark an mma's operands: emit_cuda_async.c, emit_cuda_wgmma.c). */
 void ce_each_mma(Emitter *E, const IrBlock *blk, void (*visit)(Emitter *E, const IrOp *mma));
+/* The block whose ops include `op`, searched from blk down (its place in
+ * *at when at is not NULL), or NULL. */
+const IrBlock *ce_block_holding(const IrBlock *blk, const IrOp *op, int *at);
 const char *ce_ctype(DType t);
 const char *ce_mtype(DType t);
 int ce_regsize(DType t);

@@ -247,28 +247,13 @@ int ce_wgmma_layout(Emitter *E, const IrOp *op) {
     return ce_lay_add(E, &l);
 }
 
-/* The block holding op, searched from blk down. */
-static const IrBlock *block_of(const IrBlock *blk, const IrOp *op, int *at) {
-    if (!blk) return NULL;
-    for (int i = 0; i < blk->nops; i++) {
-        if (blk->ops[i] == op) {
-            *at = i;
-            return blk;
-        }
-        const IrBlock *b = block_of(blk->ops[i]->body, op, at);
-        if (!b) b = block_of(blk->ops[i]->else_body, op, at);
-        if (b) return b;
-    }
-    return NULL;
-}
-
 const char *ce_wgmma_inplace(Emitter *E, const IrOp *op, int lay) {
     const IrOp *get = E->f->values[op->args[2]].def;
     if (!get || get->op != OP_LOCAL_GET || E->local_lay[get->local] < 0) return NULL;
     if (!lay_equal(ce_lay(E, E->local_lay[get->local]), ce_lay(E, lay)) || E->nuses[op->result] != 1) return NULL;
     int at, from;
-    const IrBlock *blk = block_of(E->f->body, op, &at);
-    if (!blk || block_of(blk, get, &from) != blk || from > at) return NULL;   /* the read, earlier in this block */
+    const IrBlock *blk = ce_block_holding(E->f->body, op, &at);
+    if (!blk || ce_block_holding(blk, get, &from) != blk || from > at) return NULL;   /* the read, earlier in this block */
     /* between the read and the product: no write of the local, no control
      * flow; right after the product: the write of it into the local, before
      * anything else touches the local or any control flow */

@@ -548,6 +548,15 @@ static int fewer_waves(const Run *run, int blocks, int more, int fewer) {
     return sms > 0 && cdiv_int(blocks, more * sms) < cdiv_int(blocks, fewer * sms);
 }
 
+/* chunk_cumsum's constants: its chunk (ssd_scan's step under --pass scan),
+ * the heads per block, and what --tune holds. */
+static void plan_cumsum(Plan *p, int chunk, int heads, int softplus, int exact) {
+    plan_const(p, K_CUMSUM, "CHUNK", chunk, 1);
+    plan_const(p, K_CUMSUM, "BLOCK_H", min_int(16, pow2_at_least(heads)), 0);
+    plan_const(p, K_CUMSUM, "SOFTPLUS", softplus, 1);
+    plan_const(p, K_CUMSUM, "EXACT", exact, 1);
+}
+
 /* Can ssd_scan run these options and shape?  0, or why not. */
 static const char *scan_unfit(const M2Options *o, const M2Shape *s) {
     if (o->dtype == TILE_F32 && o->fp32_products) return "exact fp32 products (--precision fp32)";
@@ -555,6 +564,13 @@ static const char *scan_unfit(const M2Options *o, const M2Shape *s) {
         return "kernel 3's options (--heads-per-block, --seq-heads, --scores, --carry)";
     if (s->dstate > 128) return "dstate over 128 (the state's registers)";
     return NULL;
+}
+
+/* Is a tiles flag of the chunked pass alone given (kernel 3's, and kernel
+ * 2's that ssd_scan does not have)? */
+static int chunked_tiles_given(const M2Options *o) {
+    return o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
+           o->warps_out || o->occupancy_out;
 }
 
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
@@ -573,9 +589,7 @@ static const char *scan_unfit(const M2Options *o, const M2Shape *s) {
 static int use_scan(const Run *run, const M2Options *o, const M2Shape *s, const struct M2RandomFeatures *f) {
     if (o->pass != M2_PASS_DEFAULT) return o->pass == M2_PASS_SCAN;
     if (f->has_z || f->has_initial || scan_unfit(o, s) || !on_wgmma(run)) return 0;
-    if (o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
-        o->warps_out || o->occupancy_out)
-        return 0;
+    if (chunked_tiles_given(o)) return 0;
     if (o->dtype != TILE_F32) return 1;
     /* (blocks of the default 64 head dims: --block-p-state is fwd_pass_state's
      * too, and smaller tiles on the scan were not timed for tf32) */
@@ -596,10 +610,7 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
     snprintf(p->name[K_STATE], sizeof p->name[K_STATE], "ssd_scan_%s", short_dtype(dt));
     snprintf(p->name[K_SCORES], sizeof p->name[K_SCORES], "chunk_scores");
     snprintf(p->name[K_OUT], sizeof p->name[K_OUT], "compute_out");
-    plan_const(p, K_CUMSUM, "CHUNK", step, 1);
-    plan_const(p, K_CUMSUM, "BLOCK_H", min_int(16, pow2_at_least(s->heads)), 0);
-    plan_const(p, K_CUMSUM, "SOFTPLUS", o->dt_softplus, 1);
-    plan_const(p, K_CUMSUM, "EXACT", 0, 1);
+    plan_cumsum(p, step, s->heads, o->dt_softplus, 0);
 
     const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
     plan_const(p, K_STATE, "STEP", step, 1);
@@ -657,7 +668,6 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
     if (heads > 1) snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_heads");
     else snprintf(name[K_OUT], sizeof name[K_OUT], "compute_out_%s_s%s", short_dtype(dt), short_dtype(sdt));
 
-    const int block_h = min_int(16, pow2_at_least(H));
     const int block_p = min_int(64, pow2_at_least(P));
     /* compute_out's skip term: a per-head D rides the causal loop's mma, on the
      * weights' diagonal (compute_out.tile's D_DIAGONAL: no x_m load, no
@@ -764,10 +774,7 @@ static void run_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, co
      * chunk, the optional inputs, TF32) and the tiles flags given; it searches
      * the rest over each kernel's `tune` block.  num_warps, a hint the
      * compiler accepts as a binding, only where one is chosen. */
-    plan_const(p, K_CUMSUM, "CHUNK", Q, 1);
-    plan_const(p, K_CUMSUM, "BLOCK_H", block_h, 0);
-    plan_const(p, K_CUMSUM, "SOFTPLUS", o->dt_softplus, 1);
-    plan_const(p, K_CUMSUM, "EXACT", exact, 1);
+    plan_cumsum(p, Q, H, o->dt_softplus, exact);
 
     plan_const(p, K_STATE, "CHUNK", Q, 1);
     plan_const(p, K_STATE, "HAS_INITIAL", f->has_initial, 1);
@@ -1128,8 +1135,7 @@ static int check_options(const Config *cfg, const M2Shape *s) {
             fprintf(stderr, "mamba2: --pass scan does not take %s\n", why);
             return -1;
         }
-        if (o->block_n_state || o->block_n_out || o->heads_state > 1 || o->block_k || o->block_k_out || o->block_m ||
-            o->warps_out || o->occupancy_out || cfg->state_dtype_given) {
+        if (chunked_tiles_given(o) || cfg->state_dtype_given) {
             fprintf(stderr, "mamba2: --pass scan keeps no per-chunk states and has no kernel 3: --state-dtype, "
                             "--block-n-state, --block-n-out, --block-k, --block-k-out, --block-m, --heads-state, "
                             "--warps-out and --occupancy-out are the chunked pass's (--pass chunks)\n");
