@@ -1735,6 +1735,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_no_prefetch = ce_env_flag("TILEC_NO_PREFETCH");
     E.opt_tf32_truncate = ce_env_flag("TILEC_TF32_TRUNCATE");
     E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");
+    E.opt_wgmma_nostage = ce_env_flag("TILEC_WGMMA_NOSTAGE");
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);

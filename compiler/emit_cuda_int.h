@@ -130,6 +130,7 @@ typedef struct Emitter {
     bool opt_tf32_truncate;   /* TILEC_TF32_TRUNCATE: tf32 wgmma operands not rounded in shared memory
                                * (wgmma truncates them; for measurements) */
     bool opt_wgmma_noreg;     /* TILEC_WGMMA_NOREG: no wgmma with A from registers (for measurements) */
+    bool opt_wgmma_nostage;   /* TILEC_WGMMA_NOSTAGE: no wgmma with B staged from registers (for measurements) */
     bool used_wgmma;
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
     int scratch_hint;         /* most scratch shared memory an earlier pass used (bounds the wgmma pipeline) */
@@ -242,6 +243,12 @@ int  ce_wgmma_layout(Emitter *E, const IrOp *op);
 bool ce_wgmma_may_read_a_registers(Emitter *E, const IrOp *o);
 /* Is mma a wgmma product with A from registers (its B alone in shared memory)? */
 bool ce_wgmma_reads_registers(Emitter *E, const IrOp *mma);
+/* Is B of mma `o` a tile of the kernel's (not a cp.async buffer), which a
+ * wgmma product stages into shared memory itself? */
+bool ce_wgmma_stages_b(Emitter *E, const IrOp *o);
+/* The swizzle width (bytes; 0: core matrices) of wgmma product `o`'s staged B
+ * stored with its dimension `col_dim` contiguous. */
+int ce_wgmma_staged_swizzle(Emitter *E, const IrOp *o, int col_dim);
 /* The registers of the local `op` accumulates into in place (its C operand
  * read from the local, its result only stored back to it, nothing reading
  * the local between), or NULL. */

@@ -219,11 +219,32 @@ static bool stage_transposed(Emitter *E, int id) {
     return ce_vtype(E, id)->rank == 2 && ce_vector_width(E, lay, 0, max) > ce_vector_width(E, lay, 1, max);
 }
 
+/* How stage_operand stores a tile: rows `ld` elements apart (padding
+ * against bank conflicts), or in a wgmma layout (wgmma: `swizzle` bytes wide,
+ * 0: core matrices; `rows` x `ld` elements). */
+typedef struct {
+    int ld;
+    bool wgmma;
+    int swizzle, rows;
+} StageForm;
+
+/* C expression: the address of element (r, c) of a tile stored from element
+ * offset `base` of the scratch area as `form` says. */
+static const char *staged_at(Emitter *E, DType dt, int64_t base, const StageForm *form, const char *r, const char *c) {
+    int s = ce_regsize(dt);
+    if (!form->wgmma) return ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, r, form->ld, c);
+    /* the 16-byte piece (ce_swizzle_offset, or emit_cuda_async.c's core
+     * matrices), then the element's place in it */
+    const char *piece = form->swizzle
+        ? ce_swizzle_offset(E, form->swizzle, r, c, form->rows, s)
+        : ce_fmt_str(E, "(((%s) >> 3) * %d + ((%s) * %d >> 4) * 128 + ((%s) & 7) * 16)", r, 8 * form->ld * s, c, s, r);
+    return ce_fmt_str(E, "((%s *)(tile_smem + %lld + %s + ((%s) * %d & 15)))", ce_ctype(dt), (long long)base * s, piece, c, s);
+}
+
 /* Writes operand `id` ([batch.., R, C]) into shared memory at element offset
- * `base`, rows `ld` elements apart (padding against bank conflicts), or,
- * `transposed` (rank 2 only), its columns as rows ([C][R]); in vectors where
- * the layout allows. */
-static void stage_operand(Emitter *E, int id, int64_t base, int ld, bool transposed) {
+ * `base` as `form` says, or, `transposed` (rank 2 only), its columns as rows
+ * ([C][R]); in vectors where the layout allows. */
+static void stage_operand(Emitter *E, int id, int64_t base, const StageForm *form, bool transposed) {
     ce_make_full(E, id);
     Val *v = ce_val(E, id);
     const Type *t = ce_vtype(E, id);
@@ -243,9 +264,7 @@ static void stage_operand(Emitter *E, int id, int64_t base, int ld, bool transpo
             ce_buf_printf(&rb, " + %s * %lld", ce_coord(E, lay, r, d), (long long)stride);
         }
         const char *col = ce_coord(E, lay, r, rank - 1);
-        const char *ptr = transposed
-            ? ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, col, ld, rb.p)
-            : ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, rb.p, ld, col);
+        const char *ptr = transposed ? staged_at(E, dt, base, form, col, rb.p) : staged_at(E, dt, base, form, rb.p, col);
         free(rb.p);
         if (V > 1) ce_vec_store(E, dt, ptr, v->name, lay, r, V);
         else ce_out(E, "*%s = %s;", ptr, ce_reg(E, v->name, lay, r));
@@ -463,7 +482,9 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
      * read; an A from registers is in mma.sync's fragments */
     int wg_lay = ce_wgmma_layout(E, op);
     bool wg_reg_a = wg_lay >= 0 && ce_wgmma_reads_registers(E, op);
-    if (wg_lay >= 0 && !(wg_reg_a ? reg_a && b_async && !ce_plan_kperm(E, op) : a_async && b_async)) {
+    /* B staged by the product itself into a wgmma layout (ce_wgmma_stages_b) */
+    bool wg_stage_b = wg_lay >= 0 && !wg_reg_a && !b_async && ce_wgmma_stages_b(E, op);
+    if (wg_lay >= 0 && !(wg_reg_a ? reg_a && b_async && !ce_plan_kperm(E, op) : a_async && (b_async || wg_stage_b))) {
         ce_fail(E, op, "internal: a wgmma product without its operands where the plan put them");
         return;
     }
@@ -508,20 +529,27 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
                 !(reg_a && ce_plan_kperm(E, op));   /* a k-permuted A needs B as [K][N] */
     int pad = s == 2 ? 8 : 4;
     int lda = !tensor ? K : a_tr ? M + pad : K + pad, ldb = !tensor ? N : b_tr ? K + pad : N + 8;
+    StageForm a_form = {.ld = lda}, b_form = {.ld = ldb};
+    if (wg_stage_b) {   /* wgmma's layouts have no padding */
+        ldb = b_tr ? K : N;
+        b_form = (StageForm){.ld = ldb, .wgmma = true, .swizzle = ce_wgmma_staged_swizzle(E, op, b_tr ? 0 : 1), .rows = b_tr ? N : K};
+    }
     int64_t a_elems = stage_a ? (int64_t)(abatch ? batch : 1) * (a_tr ? K : M) * lda : 0;
     int64_t b_off = ((a_elems * s + 15) / 16) * 16 / ce_regsize(bdt);
     int64_t b_elems = b_async ? 0 : (int64_t)(bbatch ? batch : 1) * (b_tr ? N : K) * ldb;
     ce_need_smem(E, b_off * ce_regsize(bdt) + b_elems * ce_regsize(bdt));
     if (stage_a || !b_async) {
         if (!E->scratch_clean) ce_out(E, "__syncthreads();");
-        if (stage_a) stage_operand(E, ia, 0, lda, a_tr);
-        if (!b_async) stage_operand(E, ib, b_off, ldb, b_tr);
+        if (stage_a) stage_operand(E, ia, 0, &a_form, a_tr);
+        if (!b_async) stage_operand(E, ib, b_off, &b_form, b_tr);
+        /* (wgmma reads shared memory through the async proxy) */
+        if (wg_stage_b) ce_out(E, "tile_fence_proxy_async();");
         ce_out(E, "__syncthreads();");
     }
     if (stage_a) oa = (SmemOperand){.base = ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), .ld = lda, .kmajor = !a_tr};
     if (!b_async)
         ob = (SmemOperand){.base = ce_fmt_str(E, "((const %s *)tile_smem + %lld)", ce_ctype(bdt), (long long)b_off), .ld = ldb,
-                           .kmajor = b_tr};
+                           .kmajor = b_tr, .swizzle = b_form.swizzle, .rows = b_form.rows};
     ce_out(E, "{");
     E->indent++;
     const Layout *R = ce_lay(E, lay);

@@ -10,13 +10,22 @@
  *   - both operands come through cp.async (emit_cuda_async.c): wgmma reads
  *     them from shared memory itself, so registers hold only the
  *     accumulator; M % 64 == 0, the warp groups split the M x N tile into
- *     64-row chunks and at most 256 columns each; and its accumulator meets
- *     no other mma (emit_cuda_plan.c's groups), since its result then has a
- *     layout of its own (lay_wgmma) that an mma.sync partner would convert
- *     through shared memory; or
+ *     64-row chunks and at most 256 columns each (its result has a layout
+ *     of its own, lay_wgmma, that an mma.sync partner would convert through
+ *     shared memory: see below); or
  *   - A is in registers as the plan's mma fragments with every warp on 16
  *     rows of M (plan_reg_a), B comes through cp.async, N <= 256: the
- *     layouts are mma.sync's, so it meets other products freely.
+ *     layouts are mma.sync's, so it meets other products freely; or
+ *   - A comes through cp.async and B, 16-bit, is a tile the kernel computed
+ *     (ssd_scan's C·stateᵀ): the product stages B itself into the scratch
+ *     area in a wgmma layout (ce_emit_mma), where mma.sync would stage it
+ *     into padded rows, same stores and barriers; then A and B are read by
+ *     descriptors.  bf16 ssd_scan at (8, 4096, 80, 64, 128): 0.799 -> 0.723
+ *     ms (H200, docs/performance.md; TILEC_WGMMA_NOSTAGE=1 keeps it on
+ *     mma.sync).
+ * The two shared-memory cases need the accumulator to meet no other mma, or
+ * the warp groups on M alone, one 64-row chunk each, and the plan's split on
+ * M alone too (layout_as_planned): the layouts are then the same.
  * Its operand tiles are then copied, instead of into padded rows, into one
  * of wgmma's canonical layouts (swizzle_width): swizzled, the widest of 128,
  * 64 or 32 bytes that the tile's rows split into (its 16-byte pieces
@@ -115,7 +124,28 @@ bool ce_wgmma_may_read_a_registers(Emitter *E, const IrOp *o) {
     return operand_load(E, o, 1) >= 0;
 }
 
-/* Does mma `o` go to wgmma?  If so its split is recorded. */
+bool ce_wgmma_stages_b(Emitter *E, const IrOp *o) {
+    int lv = ce_async_operand_load(E, o->args[1], NULL, NULL);
+    return lv < 0 || !ce_async_is_load(E, lv);
+}
+
+/* Is the wgmma result layout of split (wgm, wgn) the one mma.sync would give
+ * `o` by the plan (emit_cuda_plan.c)?  With the warp groups on M alone and
+ * one 64-row chunk each, lay_wgmma is lay_mma with the warps on M alone (each
+ * warp its 16 rows), so the product may meet other products and element-wise
+ * work through one accumulator as an mma.sync product would. */
+static bool layout_as_planned(Emitter *E, const IrOp *o, int wgm, int wgn) {
+    int wmb, wnb, M = ce_vtype(E, o->args[0])->shape[0];
+    ce_plan_split(E, o, &wmb, &wnb);
+    return wgn == 0 && M == 64 << wgm && wmb == E->warpbits && wnb == 0;
+}
+
+/* Does mma `o` go to wgmma?  If so its split is recorded.  A from shared
+ * memory (cp.async), B from there too or, a 16-bit tile computed in the
+ * kernel, staged by the product into a swizzled scratch buffer
+ * (ce_wgmma_stages_b; ce_emit_mma): one store of B and a barrier either way,
+ * as mma.sync's staging, and then the products run asynchronously, B read
+ * once per warp group, no ldmatrix. */
 static bool plan_mma(Emitter *E, const IrOp *o) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
     if (E->wgmma_barred && E->wgmma_barred[o->result]) return false;
@@ -127,10 +157,12 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
         E->wgmma_reg_a[o->result] = true;
         return true;
     }
-    if (!E->mma_alone || !E->mma_alone[o->result]) return false;
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
     if (M % 64 || K % ce_mma_kstep(at->dtype) || !choose_split(E, M, N, &wgm, &wgn)) return false;
-    if (operand_load(E, o, 0) < 0 || operand_load(E, o, 1) < 0) return false;
+    bool staged = ce_wgmma_stages_b(E, o);
+    if (operand_load(E, o, 0) < 0 || (staged ? !ce_is_half(bt->dtype) || E->opt_wgmma_nostage : operand_load(E, o, 1) < 0))
+        return false;
+    if (!(E->mma_alone && E->mma_alone[o->result]) && !layout_as_planned(E, o, wgm, wgn)) return false;
     E->wgmma_split[o->result] = (signed char)(wgm | wgn << 4);
     return true;
 }
@@ -156,11 +188,16 @@ static int swizzle_width(Emitter *E, const IrOp *o, int w, int cd) {
     return 0;
 }
 
+int ce_wgmma_staged_swizzle(Emitter *E, const IrOp *o, int col_dim) {
+    return E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, 1, col_dim);
+}
+
 /* Mma `o` on wgmma if it qualifies: its shared-memory operands' buffers
  * take wgmma's layouts (a buffer two products read: the narrower swizzle). */
 static void plan_operands(Emitter *E, const IrOp *o) {
     if (!plan_mma(E, o)) return;
     for (int w = E->wgmma_reg_a[o->result] ? 1 : 0; w < 2; w++) {
+        if (w == 1 && ce_wgmma_stages_b(E, o)) continue;   /* (its layout: ce_wgmma_staged_swizzle) */
         bool round;
         int cd, lv = ce_async_operand_load(E, o->args[w], &cd, &round);
         int width = E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd);
@@ -196,6 +233,10 @@ static void bar_mixed(Emitter *E, const IrOp *o) {
         if (lv < 0 || E->wgmma_tally[lv] != 3 || !wgmma_reads_smem(E, o, w)) continue;   /* (mixed readers only) */
         if (ce_regsize(ce_vdt(E, lv)) != 2 || E->async_swizzle[lv] == 0) E->wgmma_barred[o->result] = true;
     }
+}
+
+static void note_staged(Emitter *E, const IrOp *o) {
+    if (E->wgmma_split[o->result] >= 0 && !E->wgmma_reg_a[o->result] && ce_wgmma_stages_b(E, o)) E->swizzled = true;
 }
 
 void ce_wgmma_plan(Emitter *E) {
@@ -236,8 +277,10 @@ void ce_wgmma_plan(Emitter *E) {
         }
     }
     /* (shared memory aligned for the hardware's swizzle: mma.sync's swizzled
-     * buffers compute theirs from the row) */
+     * buffers compute theirs from the row; a staged B lies at the scratch
+     * area's start) */
     for (int i = 0; i < n; i++) E->swizzled |= E->async_swizzle[i] != 0 && E->async_core[i];
+    ce_each_mma(E, E->f->body, note_staged);
 }
 
 int ce_wgmma_layout(Emitter *E, const IrOp *op) {
@@ -336,13 +379,10 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
      * has none (K-major only, operand_load) */
     const char *trans_ab = at->dtype == DT_TF32 ? "" : ce_fmt_str(E, ", %d, %d", a && !a->kmajor, !b->kmajor);
     const char *trans_b = at->dtype == DT_TF32 ? "" : ce_fmt_str(E, ", %d", !b->kmajor);
-    int cda, cdb;
-    int la = a ? ce_async_operand_load(E, op->args[0], &cda, NULL) : -1;
-    int lb = ce_async_operand_load(E, op->args[1], &cdb, NULL);
     /* stored tiles: A as [M][K] (K-major) or [K][M]; B as [N][K] (K-major) or [K][N] */
     Stored sa = {0};
-    if (a) sa = (Stored){a->kmajor ? M : K, a->kmajor ? K : M, size, a->kmajor, E->async_swizzle[la]};
-    Stored sb = {b->kmajor ? N : K, b->kmajor ? K : N, size, b->kmajor, E->async_swizzle[lb]};
+    if (a) sa = (Stored){a->kmajor ? M : K, a->kmajor ? K : M, size, a->kmajor, a->swizzle};
+    Stored sb = {b->kmajor ? N : K, b->kmajor ? K : N, size, b->kmajor, b->swizzle};
     long long a_lbo = 0, a_sbo = 0, b_lbo, b_sbo;
     if (a) strides(&sa, &a_lbo, &a_sbo);
     strides(&sb, &b_lbo, &b_sbo);
