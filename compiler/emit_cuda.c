@@ -745,15 +745,61 @@ static void access_element(Emitter *E, const Access *A, const char *inb, const c
     else ce_out(E, "%s = %s;", reg, from_mem(E, A->dt, mem));
 }
 
+/* The stride of view axis d's array axis as a C expression: 1 for the last
+ * axis of an array the launch found contiguous there (CUDA_ARRAY_VEC16), so
+ * that register offsets along it are constants the accesses take as
+ * immediates. */
+static const char *view_stride(Emitter *E, const MemView *mv, int d) {
+    if ((ce_array_flags(E, mv->arr) & CUDA_ARRAY_VEC16) && mv->axis[d] == param(E, mv->arr)->rank - 1) return NULL;
+    return ce_fmt_str(E, "(%s)p%d_s%d", ce_off_type(E, mv->arr), mv->arr, mv->axis[d]);
+}
+
+/* Inside the array: the offset of the thread's first element, once (in
+ * `base`, a C variable), and register r's as that plus its constant
+ * coordinates times the strides (ptxas shares the products among
+ * registers; one product and sum per register and axis before, as still
+ * with TILEC_NO_ACCESS_BASE=1, for measurements).  Stores only: loads
+ * keep their sums, since with a base compute_out_bf16_sbf16 spilled 4
+ * bytes at 128 registers (ptxas, NVRTC 13.0). */
+static const char *memview_base(Emitter *E, const MemView *mv) {
+    const char *OT = ce_off_type(E, mv->arr), *base = ce_fresh(E, "at");
+    Buf b = {0};
+    ce_buf_printf(&b, "(%s)0", OT);
+    for (int d = 0; d < mv->rank; d++) {
+        const char *st = view_stride(E, mv, d);
+        if (st) ce_buf_printf(&b, " + (%s)%s * %s", OT, mv->base[d], st);
+        else ce_buf_printf(&b, " + (%s)%s", OT, mv->base[d]);
+    }
+    ce_out(E, "const %s %s = %s;", OT, base, b.p);
+    free(b.p);
+    return base;
+}
+static const char *memview_fast_off(Emitter *E, const MemView *mv, const char *base, int r) {
+    Buf b = {0};
+    ce_buf_printf(&b, "%s", base);
+    for (int d = 0; d < mv->rank; d++) {
+        long long c = (long long)ce_reg_coord(E, mv->lay, r, d);
+        const char *st = view_stride(E, mv, d);
+        if (!c) continue;
+        if (st) ce_buf_printf(&b, " + %lld * %s", c, st);
+        else ce_buf_printf(&b, " + %lld", c);
+    }
+    const char *off = ce_fmt_str(E, "%s", b.p);
+    free(b.p);
+    return off;
+}
+
 /* Most tiles lie wholly inside their array: one block-uniform test, then
  * accesses without per-element checks; the checked path handles edges (a
  * vector there when both its ends are inside, else element by element). */
 static void emit_access(Emitter *E, const MemView *mv, const Access *A, int V) {
     ce_out(E, "if (%s) {", mv->inside);
     E->indent++;
+    const char *base = E->opt_no_access_base || !A->store ? NULL : memview_base(E, mv);
     for (int r = 0; r < ce_nregs(E, A->lay); r += V) {
-        const char *inb, *off;
-        memview_elem(E, mv, r, &inb, &off);
+        const char *off, *inb;
+        if (base) off = memview_fast_off(E, mv, base, r);
+        else memview_elem(E, mv, r, &inb, &off);
         if (V > 1) access_vector(E, A, off, r, V);
         else access_element(E, A, NULL, off, r);
     }
@@ -1403,6 +1449,7 @@ static void loop_mem_access_iv(Emitter *E, const IrBlock *blk, const IrBlock *bo
 static void loop_mem_access(Emitter *E, const IrBlock *blk) { loop_mem_access_iv(E, blk, blk, -1); }
 
 void ce_emit_op(Emitter *E, const IrOp *op) {
+    ce_wgmma_settle(E, op);
     /* views of a cp.async operand have no registers: the mma reads the buffer
      * (unless other uses read them in registers too) */
     if (!ce_async_in_registers(E, op->result)) return;
@@ -1584,6 +1631,7 @@ void ce_emit_block(Emitter *E, const IrBlock *blk) {
         ce_emit_op(E, blk->ops[i]);
         if (E->errors && !E->analysis) break;
     }
+    ce_wgmma_settle(E, NULL);
     E->async_top = async_top;
     if (saved) memcpy(E->vals, saved, n);
     free(saved);
@@ -1653,6 +1701,7 @@ static void emitter_reset(Emitter *E) {
     E->smem_bytes = 0;
     E->async_top = E->async_peak = 0;
     E->scratch_clean = true;
+    E->wg_npending = 0;
     if (E->mem_state) memset(E->mem_state, 0, (size_t)E->f->nparams);
     /* Which loads a pipeline reads back is each pass's own plan: a stale entry
      * once let a load read a buffer the pass never made. */
@@ -1732,6 +1781,9 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_tf32_scalar = ce_env_flag("TILEC_TF32_SCALAR_FRAGMENTS");
     E.opt_tf32_no_transpose = ce_env_flag("TILEC_TF32_NO_TRANSPOSE");
     E.opt_loop_store_barrier = ce_env_flag("TILEC_LOOP_STORE_BARRIER");
+    E.opt_no_access_base = ce_env_flag("TILEC_NO_ACCESS_BASE");
+    E.opt_no_ldsm_readback = ce_env_flag("TILEC_NO_LDSM_READBACK");
+    E.opt_wgmma_nodefer = ce_env_flag("TILEC_WGMMA_NODEFER");
     E.opt_no_prefetch = ce_env_flag("TILEC_NO_PREFETCH");
     E.opt_tf32_truncate = ce_env_flag("TILEC_TF32_TRUNCATE");
     E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");

@@ -639,6 +639,50 @@ static void emit_single(Emitter *E, const IrOp *ld) {
 
 /* A pipelined load read into registers: the blocked layout a plain load
  * gives, from this iteration's buffer (zero-filled where the array ends). */
+/* Does `lay` hold a 16-bit tile stored with axis `col` contiguous the way
+ * ldmatrix.trans reads its 8 x 8 pieces: a row's bit 0 in register bit 0,
+ * its bits 1 and 2 in lane bits 0 and 1, the column's bits 0-2 in lane bits
+ * 2-4 (an mma A fragment of the tile's transpose: the state's xᵀ in
+ * ssd_scan)?  Then register bits 1 and 2 pick the x4's four pieces: each
+ * must be a coordinate bit of 3 or more (whole pieces), returned as axis and
+ * bit. */
+static bool ldsm_trans_form(const Layout *l, int row, int col, int ax[2], int bit[2]) {
+    if (row < 0 || l->nregbits < 3) return false;
+    int d, j;
+    for (int k = 0; k < 3; k++) {
+        if (l->shape[row] < 8 || l->shape[col] < 8) return false;
+        int pr = lay_pos(l->rank, l->shape, row, k), pc = lay_pos(l->rank, l->shape, col, k);
+        bool row_ok = k == 0 ? l->space[pr] == LAY_REG && l->bit[pr] == 0 : l->space[pr] == LAY_LANE && l->bit[pr] == k - 1;
+        if (!row_ok || l->space[pc] != LAY_LANE || l->bit[pc] != k + 2) return false;
+    }
+    for (int rb = 1; rb <= 2; rb++) {
+        int found = -1;
+        for (int p = 0; p < l->nbits; p++)
+            if (l->space[p] == LAY_REG && l->bit[p] == rb) found = p;
+        if (found < 0) return false;
+        lay_dim_of(l->rank, l->shape, found, &d, &j);
+        if ((d != row && d != col) || j < 3) return false;
+        ax[rb - 1] = d, bit[rb - 1] = j;
+    }
+    return true;
+}
+
+/* C expression: coordinate `axis` of the first element of the 8 x 8 piece
+ * this lane addresses for ldmatrix.trans (ldsm_trans_form), row `lane & 7`
+ * of piece `lane >> 3`, whose first piece holds register r0. */
+static const char *ldsm_trans_coord(Emitter *E, int lay, int r0, int axis, int row, const int ax[2], const int bit[2]) {
+    Buf b = {0};
+    ce_buf_printf(&b, "%s + %lld", ce_thread_coord(E, lay, axis), (long long)ce_reg_coord(E, lay, r0, axis));
+    /* back to the piece's first row or column, then this lane's row */
+    if (axis == row) ce_buf_printf(&b, " - ((lane & 3) << 1) + (lane & 7)");
+    else ce_buf_printf(&b, " - (lane >> 2)");
+    for (int k = 0; k < 2; k++)
+        if (ax[k] == axis) ce_buf_printf(&b, " + (((lane >> %d) & 1) << %d)", 3 + k, bit[k]);
+    const char *c = ce_fmt_str(E, "(%s)", b.p);
+    free(b.p);
+    return c;
+}
+
 void ce_async_read(Emitter *E, int lv, int lay, const char *name) {
     const Type *t = ce_vtype(E, lv);
     DType dt = t->dtype;
@@ -647,6 +691,25 @@ void ce_async_read(Emitter *E, int lv, int lay, const char *name) {
     int pitch = E->async_pitch[lv], s = ce_regsize(dt);
     BufForm form = buf_form(E, lv);
     ce_decl(E, dt, name, lay);
+    int ax[2], bit[2];
+    if (s == 2 && (form != FORM_ROWS || pitch % 8 == 0) && !E->opt_no_ldsm_readback &&
+        ldsm_trans_form(ce_lay(E, lay), row, col, ax, bit)) {
+        /* four pieces a ldmatrix.x4.trans; eight registers per thread */
+        for (int r0 = 0; r0 < ce_nregs(E, lay); r0 += 8) {
+            const char *rr = ldsm_trans_coord(E, lay, r0, row, row, ax, bit);
+            const char *kk = ldsm_trans_coord(E, lay, r0, col, row, ax, bit);
+            const char *off = form == FORM_ROWS ? ce_fmt_str(E, "(%s * %d + %s) * 2", rr, pitch, kk)
+                                                : copy_dst(E, form, E->async_swizzle[lv], rr, kk, tile_rows(t, row), t->shape[col], pitch, s);
+            const char *q = ce_fresh(E, "q");
+            ce_out(E, "unsigned %s[4];", q);
+            ce_out(E, "tile_ldsm_x4_trans(%s[0], %s[1], %s[2], %s[3], (const unsigned char *)%s + %s);", q, q, q, q, E->async_ptr[lv], off);
+            for (int j = 0; j < 4; j++) {
+                ce_out(E, "%s = (%s)(%s[%d] & 0xffffu);", ce_reg(E, name, lay, r0 + 2 * j), ce_ctype(dt), q, j);
+                ce_out(E, "%s = (%s)(%s[%d] >> 16);", ce_reg(E, name, lay, r0 + 2 * j + 1), ce_ctype(dt), q, j);
+            }
+        }
+        return;
+    }
     int V = ce_vector_width(E, lay, col, 16 / s);
     for (int r = 0; r < ce_nregs(E, lay); r += V) {
         const char *rr = row >= 0 ? ce_coord(E, lay, r, row) : "0", *kk = ce_coord(E, lay, r, col), *ptr;

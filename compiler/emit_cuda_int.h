@@ -57,6 +57,14 @@ typedef struct Pipe {
     bool *pf_chain;                       /* the ops that recompute their indices */
 } Pipe;
 
+/* A wgmma product committed and not yet waited for: its result's registers. */
+enum { WGMMA_MAX_PENDING = 4 };
+typedef struct {
+    int id;            /* the mma's result value */
+    const char *d;     /* its accumulator registers */
+    int lay, nregs;
+} WgmmaPending;
+
 typedef struct Emitter {
     const IrFunc *f;
     Diag *diag;
@@ -130,6 +138,13 @@ typedef struct Emitter {
     bool opt_tf32_truncate;   /* TILEC_TF32_TRUNCATE: tf32 wgmma operands not rounded in shared memory
                                * (wgmma truncates them; for measurements) */
     bool opt_wgmma_noreg;     /* TILEC_WGMMA_NOREG: no wgmma with A from registers (for measurements) */
+    bool opt_no_access_base;  /* TILEC_NO_ACCESS_BASE: loads and stores inside their array sum every
+                               * register's offset from scratch (for measurements) */
+    bool opt_no_ldsm_readback; /* TILEC_NO_LDSM_READBACK: buffers read back element by element where
+                                * ldmatrix.trans could read them (for measurements) */
+    bool opt_wgmma_nodefer;   /* TILEC_WGMMA_NODEFER: every wgmma product waited for at once (for measurements) */
+    WgmmaPending wg_pending[WGMMA_MAX_PENDING]; /* products committed, not yet waited for (ce_wgmma_settle) */
+    int wg_npending;
     bool opt_wgmma_nostage;   /* TILEC_WGMMA_NOSTAGE: no wgmma with B staged from registers (for measurements) */
     bool used_wgmma;
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
@@ -249,6 +264,9 @@ bool ce_wgmma_stages_b(Emitter *E, const IrOp *o);
 /* The swizzle width (bytes; 0: core matrices) of wgmma product `o`'s staged B
  * stored with its dimension `col_dim` contiguous. */
 int ce_wgmma_staged_swizzle(Emitter *E, const IrOp *o, int col_dim);
+/* Before op (NULL: before leaving a block): waits for the wgmma products in
+ * flight unless op may run beside them. */
+void ce_wgmma_settle(Emitter *E, const IrOp *op);
 /* The registers of the local `op` accumulates into in place (its C operand
  * read from the local, its result only stored back to it, nothing reading
  * the local between), or NULL. */
