@@ -63,6 +63,7 @@ typedef struct {
     int id;            /* the mma's result value */
     const char *d;     /* its accumulator registers */
     int lay, nregs;
+    bool staged;       /* its B lies in the scratch area (ce_wgmma_stages_b) */
 } WgmmaPending;
 
 typedef struct Emitter {

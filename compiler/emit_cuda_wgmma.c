@@ -462,11 +462,12 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
     for (int k = 0; inplace && E->pipe.loop && E->pipe.wgmma_inflight && k < E->pipe.loop->body->nops; k++)
         top_level |= E->pipe.loop->body->ops[k] == op;
     if (top_level) ce_out(E, "tile_wgmma_wait1();   /* the previous iteration's batch is done, this one runs on */");
-    else if (a && !inplace && !E->opt_wgmma_nodefer && E->wg_npending < WGMMA_MAX_PENDING) {
+    else if (a && !inplace && ce_vdt(E, op->result) == DT_F32 && !E->opt_wgmma_nodefer && E->wg_npending < WGMMA_MAX_PENDING) {
         /* both operands in shared memory: waited for by the first op that is
          * not another such product (ce_wgmma_settle), so that products of
-         * one step run together */
-        E->wg_pending[E->wg_npending++] = (WgmmaPending){op->result, d, lay, chunks * cols / 2};
+         * one step run together.  (An f16 result is converted from the
+         * accumulators right after the product: waited for at once.) */
+        E->wg_pending[E->wg_npending++] = (WgmmaPending){op->result, d, lay, chunks * cols / 2, ce_wgmma_stages_b(E, op)};
     } else {
         ce_out(E, "tile_wgmma_wait0();");
         /* the results are in the registers only now: no read of them may be
@@ -480,8 +481,8 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
 /* May op run while the pending products are in flight?  Views of their
  * buffers (nothing emitted), scalars and scalars broadcast, and further
  * products whose operands both lie in cp.async buffers, none reading a
- * pending result: they write no shared memory and no register a pending
- * product writes. */
+ * pending result: they write no register a pending product writes, and no
+ * shared memory one reads (below). */
 static bool may_pass(Emitter *E, const IrOp *op) {
     if (!ce_async_in_registers(E, op->result) || op->op == OP_CONST) return true;
     for (int a = 0; a < op->nargs; a++)
@@ -489,7 +490,15 @@ static bool may_pass(Emitter *E, const IrOp *op) {
             if (op->args[a] == E->wg_pending[k].id) return false;
     /* a scalar spread over a tile (a product's zeros): fresh registers */
     if (op->op == OP_BROADCAST) return type_numel(ce_vtype(E, op->args[0])) == 1;
-    return op->op == OP_MMA && E->wgmma_split[op->result] >= 0 && !E->wgmma_reg_a[op->result] && !ce_wgmma_stages_b(E, op);
+    if (op->op != OP_MMA || E->wgmma_split[op->result] < 0 || E->wgmma_reg_a[op->result] || ce_wgmma_stages_b(E, op))
+        return false;
+    /* its C may be converted to the product's layout through the scratch
+     * area, where a pending staged B lies: then only a scalar's broadcast
+     * (zeros), which is filled in registers */
+    bool scratch_read = false;
+    for (int k = 0; k < E->wg_npending; k++) scratch_read |= E->wg_pending[k].staged;
+    const IrOp *c = E->f->values[op->args[2]].def;
+    return !scratch_read || (c && c->op == OP_BROADCAST && type_numel(ce_vtype(E, c->args[0])) == 1);
 }
 
 void ce_wgmma_settle(Emitter *E, const IrOp *op) {
