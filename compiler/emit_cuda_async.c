@@ -457,6 +457,10 @@ const char *ce_swizzle_offset(Emitter *E, int w, const char *r, const char *k, i
                       rows * w, r, w, k, s, r, w, w / 16 - 1);
 }
 
+const char *ce_core_offset(Emitter *E, const char *r, const char *k, int cols, int s) {
+    return ce_fmt_str(E, "((%s >> 3) * %d + ((%s) * %d >> 4) * 128 + (%s & 7) * 16)", r, 8 * cols * s, k, s, r);
+}
+
 /* Byte offset in a tile's buffer of the 16-byte piece at row `r`, element
  * column `k` (C expressions) of a tile of `rows` x `cols` `s`-byte elements:
  *   FORM_ROWS: padded rows of `pitch` elements;
@@ -471,8 +475,7 @@ static const char *copy_dst(Emitter *E, BufForm form, int w, const char *r, cons
                             int s) {
     switch (form) {
     case FORM_ROWS: return ce_fmt_str(E, "(%s * %d + %s) * %d", r, pitch, k, s);
-    case FORM_CORE:
-        return ce_fmt_str(E, "((%s >> 3) * %d + ((%s) * %d >> 4) * 128 + (%s & 7) * 16)", r, 8 * cols * s, k, s, r);
+    case FORM_CORE: return ce_core_offset(E, r, k, cols, s);
     case FORM_SWIZZLE: return ce_swizzle_offset(E, w, r, k, rows, s);
     }
     return "0";

@@ -230,6 +230,11 @@ typedef struct SmemOperand {
     int rows;           /* stored rows (a swizzled tile's panels are rows x swizzle bytes) */
 } SmemOperand;
 /* Byte offset of the 16-byte piece at row `r`, element column `k` (C
+ * expressions) of a tile of `cols` `s`-byte elements a row stored as core
+ * matrices (wgmma's no-swizzle layout): each 8 rows x 16 bytes 128
+ * contiguous bytes, those of one 8-row group side by side. */
+const char *ce_core_offset(Emitter *E, const char *r, const char *k, int cols, int s);
+/* Byte offset of the 16-byte piece at row `r`, element column `k` (C
  * expressions; k a multiple of 16 bytes' worth) of a tile of `rows` rows of
  * `s`-byte elements stored swizzled with width w (32, 64 or 128 bytes): the
  * columns in panels of w bytes, each panel `rows` rows of w bytes, piece p of

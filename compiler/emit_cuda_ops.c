@@ -233,11 +233,9 @@ typedef struct {
 static const char *staged_at(Emitter *E, DType dt, int64_t base, const StageForm *form, const char *r, const char *c) {
     int s = ce_regsize(dt);
     if (!form->wgmma) return ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, r, form->ld, c);
-    /* the 16-byte piece (ce_swizzle_offset, or emit_cuda_async.c's core
-     * matrices), then the element's place in it */
-    const char *piece = form->swizzle
-        ? ce_swizzle_offset(E, form->swizzle, r, c, form->rows, s)
-        : ce_fmt_str(E, "(((%s) >> 3) * %d + ((%s) * %d >> 4) * 128 + ((%s) & 7) * 16)", r, 8 * form->ld * s, c, s, r);
+    /* the 16-byte piece, then the element's place in it */
+    const char *piece = form->swizzle ? ce_swizzle_offset(E, form->swizzle, r, c, form->rows, s)
+                                      : ce_core_offset(E, ce_fmt_str(E, "(%s)", r), c, form->ld, s);
     return ce_fmt_str(E, "((%s *)(tile_smem + %lld + %s + ((%s) * %d & 15)))", ce_ctype(dt), (long long)base * s, piece, c, s);
 }
 
