@@ -650,10 +650,9 @@ static void emit_single(Emitter *E, const IrOp *ld) {
  * must be a coordinate bit of 3 or more (whole pieces), returned as axis and
  * bit. */
 static bool ldsm_trans_form(const Layout *l, int row, int col, int ax[2], int bit[2]) {
-    if (row < 0 || l->nregbits < 3) return false;
+    if (row < 0 || l->nregbits < 3 || l->shape[row] < 8 || l->shape[col] < 8) return false;
     int d, j;
     for (int k = 0; k < 3; k++) {
-        if (l->shape[row] < 8 || l->shape[col] < 8) return false;
         int pr = lay_pos(l->rank, l->shape, row, k), pc = lay_pos(l->rank, l->shape, col, k);
         bool row_ok = k == 0 ? l->space[pr] == LAY_REG && l->bit[pr] == 0 : l->space[pr] == LAY_LANE && l->bit[pr] == k - 1;
         if (!row_ok || l->space[pc] != LAY_LANE || l->bit[pc] != k + 2) return false;

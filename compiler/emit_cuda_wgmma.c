@@ -367,6 +367,17 @@ static long long operand_offset(const Stored *st, int mn, int k) {
     return st->kmajor ? stored_offset(st, mn, k) : stored_offset(st, k, mn);
 }
 
+/* After a wait: the results are in the registers only now, so no read of
+ * them may be moved above it. */
+static void fence_results(Emitter *E, const char *d, int lay, int nregs) {
+    for (int r = 0; r < nregs; r++) ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, d, lay, r));
+}
+
+/* A scalar spread over a tile (a product's zeros): filled in registers. */
+static bool scalar_broadcast(Emitter *E, const IrOp *o) {
+    return o && o->op == OP_BROADCAST && type_numel(ce_vtype(E, o->args[0])) == 1;
+}
+
 void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char *areg, int a_lay, const SmemOperand *b,
                    const char *d, int lay, bool inplace) {
     const Type *at = ce_vtype(E, op->args[0]), *bt = ce_vtype(E, op->args[1]);
@@ -470,9 +481,7 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
         E->wg_pending[E->wg_npending++] = (WgmmaPending){op->result, d, lay, chunks * cols / 2, ce_wgmma_stages_b(E, op)};
     } else {
         ce_out(E, "tile_wgmma_wait0();");
-        /* the results are in the registers only now: no read of them may be
-         * moved above the wait */
-        for (int r = 0; r < chunks * cols / 2; r++) ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, d, lay, r));
+        fence_results(E, d, lay, chunks * cols / 2);
     }
     E->indent--;
     ce_out(E, "}");
@@ -488,8 +497,7 @@ static bool may_pass(Emitter *E, const IrOp *op) {
     for (int a = 0; a < op->nargs; a++)
         for (int k = 0; k < E->wg_npending; k++)
             if (op->args[a] == E->wg_pending[k].id) return false;
-    /* a scalar spread over a tile (a product's zeros): fresh registers */
-    if (op->op == OP_BROADCAST) return type_numel(ce_vtype(E, op->args[0])) == 1;
+    if (op->op == OP_BROADCAST) return scalar_broadcast(E, op);
     if (op->op != OP_MMA || E->wgmma_split[op->result] < 0 || E->wgmma_reg_a[op->result] || ce_wgmma_stages_b(E, op))
         return false;
     /* its C may be converted to the product's layout through the scratch
@@ -497,15 +505,12 @@ static bool may_pass(Emitter *E, const IrOp *op) {
      * (zeros), which is filled in registers */
     bool scratch_read = false;
     for (int k = 0; k < E->wg_npending; k++) scratch_read |= E->wg_pending[k].staged;
-    const IrOp *c = E->f->values[op->args[2]].def;
-    return !scratch_read || (c && c->op == OP_BROADCAST && type_numel(ce_vtype(E, c->args[0])) == 1);
+    return !scratch_read || scalar_broadcast(E, E->f->values[op->args[2]].def);
 }
 
 void ce_wgmma_settle(Emitter *E, const IrOp *op) {
     if (!E->wg_npending || (op && may_pass(E, op))) return;
     ce_out(E, "tile_wgmma_wait0();   /* the products in flight */");
-    for (int k = 0; k < E->wg_npending; k++)
-        for (int r = 0; r < E->wg_pending[k].nregs; r++)
-            ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, E->wg_pending[k].d, E->wg_pending[k].lay, r));
+    for (int k = 0; k < E->wg_npending; k++) fence_results(E, E->wg_pending[k].d, E->wg_pending[k].lay, E->wg_pending[k].nregs);
     E->wg_npending = 0;
 }
