@@ -1660,6 +1660,8 @@ static void emit_params(Emitter *E, Buf *o) {
         for (int d = 0; d < p->rank; d++) ce_buf_printf(o, ", const int p%d_n%d", i, d);
         for (int d = 0; d < p->rank; d++) ce_buf_printf(o, ", const long long p%d_s%d", i, d);
     }
+    for (int k = 0; k < E->ntmaps; k++)
+        ce_buf_printf(o, "%s\n    const __grid_constant__ TileTensorMap tm%d", f->nparams + k ? "," : "", k);
 }
 
 /* Prologue variables of each layout used: thread parts of coordinates. */
@@ -1702,6 +1704,7 @@ static void emitter_reset(Emitter *E) {
     E->async_top = E->async_peak = 0;
     E->scratch_clean = true;
     E->wg_npending = 0;
+    E->ntmaps = 0;
     if (E->mem_state) memset(E->mem_state, 0, (size_t)E->f->nparams);
     /* Which loads a pipeline reads back is each pass's own plan: a stale entry
      * once let a load read a buffer the pass never made. */
@@ -1788,6 +1791,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_tf32_truncate = ce_env_flag("TILEC_TF32_TRUNCATE");
     E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");
     E.opt_wgmma_nostage = ce_env_flag("TILEC_WGMMA_NOSTAGE");
+    E.opt_no_tma = ce_env_flag("TILEC_NO_TMA");
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);
@@ -1866,6 +1870,8 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     res->smem_bytes = smem;
     res->sm90a = E.used_wgmma;
     res->occupancy = occ > 0 ? occ : 0;
+    res->ntmaps = E.ntmaps;
+    memcpy(res->tmaps, E.tmaps, sizeof E.tmaps);
     arena_free(&E.mem);
     return 0;
 }

@@ -7,7 +7,8 @@
  *             each stride (in elements);
  *   scalar i: its register type: bool, signed char, short, int, long long,
  *             the unsigned ones, float (f32, tf32), double, and unsigned short
- *             holding the bits of an f16 / bf16.
+ *             holding the bits of an f16 / bf16;
+ * then the tensor maps of CudaKernelCode.tmaps, if any.
  * Launch with `threads` threads per block and `smem_bytes` of dynamic shared
  * memory (over 48 KiB needs cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES).
  * The grid is the tile grid: blockIdx.{x,y,z} = bid(0, 1, 2). */
@@ -24,7 +25,27 @@ enum {
     CUDA_ARRAY_VEC16 = 1,
     /* every element offset fits in 31 bits: 32-bit address arithmetic */
     CUDA_ARRAY_OFF32 = 2,
+    /* a tensor map can describe it (cuTensorMapEncodeTiled): rank <= 5,
+     * 16-byte aligned base, unit stride on the last axis, and the others
+     * multiples of 16 bytes below 2^40, each at least the span of the axes
+     * inside it (row-major order, no overlap): sm_90a kernels may copy its
+     * tiles with the tensor memory accelerator (emit_cuda_async.c) */
+    CUDA_ARRAY_TMA = 4,
 };
+/* The facts of the likely variant (a contiguous array of moderate size),
+ * which the runtime compiles first and tilec --emit assumes. */
+#define CUDA_ARRAY_FAST (CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32 | CUDA_ARRAY_TMA)
+
+/* A tensor map the kernel reads (CudaKernelCode.tmaps): the runtime encodes
+ * it at launch for the array argument `param` and passes it by value, after
+ * the IrFunc parameters, as `const __grid_constant__ TileTensorMap tm<k>`. */
+#define CUDA_MAX_TMAPS 8
+typedef struct CudaTensorMap {
+    int param;                     /* the array parameter it describes */
+    int elem_bytes;                /* 2 or 4 */
+    int box[5];                    /* the box's extent along each array axis, outermost first */
+    int swizzle;                   /* bytes: 0 (rows as they lie), 32, 64 or 128 */
+} CudaTensorMap;
 
 typedef struct CudaEmitOptions {
     int num_warps;                     /* 0: the kernel's hint, else 4 */
@@ -48,6 +69,8 @@ typedef struct CudaKernelCode {
     int smem_bytes;      /* dynamic shared memory per block */
     int sm90a;           /* uses wgmma: compile for sm_90a (compute_90a), nothing else */
     int occupancy;       /* the blocks per SM __launch_bounds__ asks registers for; 0: none asked */
+    int ntmaps;          /* tensor maps it takes after its parameters */
+    CudaTensorMap tmaps[CUDA_MAX_TMAPS];
 } CudaKernelCode;
 
 /* Generates the kernel.  Returns 0, or -1 after reporting errors (an

@@ -45,7 +45,9 @@
  * reads is refilled one iteration later.  The operand buffers of wgmma products
  * hold wgmma's layouts (swizzled rows, or core matrices), not padded rows
  * (copy_dst); those of tf32 operands are rounded in place once they land
- * (emit_round).
+ * (emit_round).  On sm_90a a pipelined load whose buffer the tensor memory
+ * accelerator can fill is copied by it instead: one thread's instruction per
+ * box, completing on the stage's mbarrier (plan_tma, issue_tma).
  *
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,
@@ -582,6 +584,100 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "}");
 }
 
+/* ---- copies by the tensor memory accelerator (TMA) ------------------------------------ */
+
+/* A pipelined copy may instead be one instruction of one thread: a TMA copy
+ * of a box of the array described by a tensor map (the runtime encodes it at
+ * launch: CudaKernelCode.tmaps), completing on an mbarrier that counts the
+ * bytes (ce_async_loop_begin, ce_async_loop_top).  Where cp.async has every
+ * thread compute bounds, addresses and 16-byte pieces each iteration -- in
+ * Mamba-2's scan 331 of a warp's 1,463 instructions a step (Nsight, H200,
+ * docs/performance.md) -- TMA needs a few from one thread, fills elements
+ * outside the array with zeros itself, and writes the swizzles wgmma reads.
+ * Its box lands as rows of its innermost extent, so the buffers it can fill:
+ * a wgmma layout swizzled w bytes wide (one box per w-byte slice of the
+ * columns, each slice rows x w bytes, as copy_dst lays them), or rows
+ * without padding (one row, or a pitch equal to the columns).  The box
+ * lies along `inner` elements of the contiguous axis, in `nbox` slices;
+ * false when TMA cannot fill load `ld`'s buffer. */
+static bool tma_geometry(Emitter *E, const IrOp *ld, int *inner, int *nbox) {
+    int lv = ld->result, row, col;
+    const Type *t = ce_vtype(E, lv);
+    int s = ce_regsize(t->dtype);
+    if (!load_axes(ld, t, &row, &col) || E->async_round[lv]) return false;
+    if (!(ce_array_flags(E, ld->array) & CUDA_ARRAY_TMA) || E->f->params[ld->array].rank != t->rank || t->rank > 5)
+        return false;
+    int rows = tile_rows(t, row), cols = t->shape[col];
+    if (rows > 256) return false;
+    switch (buf_form(E, lv)) {
+    case FORM_SWIZZLE: {
+        /* (mma.sync's swizzled buffers swizzle by row, not by address: only
+         * wgmma's start at the swizzle's alignment) */
+        int w = E->async_swizzle[lv];
+        if (!E->async_core[lv] || rows % 8 || cols * s % w) return false;
+        *inner = w / s;
+        *nbox = cols * s / w;
+        return true;
+    }
+    case FORM_ROWS:
+        if ((rows > 1 && E->async_pitch[lv] != cols) || cols > 256) return false;
+        *inner = cols;
+        *nbox = 1;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The index in E->tmaps of the tensor map of load `ld`'s box (added if
+ * new); -1 when the kernel has its CUDA_MAX_TMAPS already. */
+static int tma_map(Emitter *E, const IrOp *ld, int inner) {
+    int lv = ld->result, row, col;
+    const Type *t = ce_vtype(E, lv);
+    load_axes(ld, t, &row, &col);
+    CudaTensorMap m;
+    memset(&m, 0, sizeof m);
+    m.param = ld->array;
+    m.elem_bytes = ce_regsize(t->dtype);
+    m.swizzle = buf_form(E, lv) == FORM_SWIZZLE ? E->async_swizzle[lv] : 0;
+    for (int d = 0; d < t->rank; d++) {
+        int a = ld->nints == t->rank ? ld->ints[d] : d;
+        m.box[a] = d == col ? inner : t->shape[d];
+    }
+    for (int k = 0; k < E->ntmaps; k++)
+        if (memcmp(&E->tmaps[k], &m, sizeof m) == 0) return k;
+    if (E->ntmaps == CUDA_MAX_TMAPS) return -1;
+    E->tmaps[E->ntmaps] = m;
+    return E->ntmaps++;
+}
+
+/* Thread 0's TMA copies of load `ld`'s tile into the buffer at byte offset
+ * `dst` (a C expression relative to tile_async), completing on the mbarrier
+ * at `bar` (a C expression), indices from the values' current homes. */
+static void issue_tma(Emitter *E, const IrOp *ld, const char *dst, const char *bar, int map) {
+    const Type *t = ce_vtype(E, ld->result);
+    int s = ce_regsize(t->dtype), row, col, inner, nbox;
+    load_axes(ld, t, &row, &col);
+    tma_geometry(E, ld, &inner, &nbox);
+    const char *coord[TILE_MAX_RANK];   /* per array axis: the tile's first element */
+    for (int d = 0; d < t->rank; d++)
+        coord[ld->nints == t->rank ? ld->ints[d] : d] = ce_fmt_str(E, "(int)%s * %d", ce_vreg(E, ld->args[d], 0), t->shape[d]);
+    int col_axis = ld->nints == t->rank ? ld->ints[col] : col;
+    ce_out(E, "if (threadIdx.x == 0) {");
+    E->indent++;
+    for (int h = 0; h < nbox; h++) {
+        Buf c = {0};
+        for (int a = t->rank - 1; a >= 0; a--) {   /* innermost first */
+            if (a == col_axis && h) ce_buf_printf(&c, ", %s + %d", coord[a], h * inner);
+            else ce_buf_printf(&c, ", %s", coord[a]);
+        }
+        ce_out(E, "tile_tma_load(tile_async + %s + %d, &tm%d, %s%s);", dst, h * tile_rows(t, row) * inner * s, map, bar, c.p);
+        free(c.p);
+    }
+    E->indent--;
+    ce_out(E, "}");
+}
+
 /* Pieces a thread rounds per batch (emit_round): their loads all issued
  * before the first store, so that a batch waits once on shared memory's
  * latency, not once per piece. */
@@ -817,7 +913,7 @@ static const char *stage_offset(Emitter *E, int j, const char *stage) {
  * `iv` (a C expression), load j into the buffer at byte offset dst[j], if
  * that iteration exists: the ops `chain` marks recompute their indices. */
 static void issue_ahead(Emitter *E, const IrOp *loop, const char *i, const char *iv, int n, const IrOp *const *loads,
-                        const char *const *dst, const bool *chain) {
+                        const char *const *dst, const bool *chain, const char *bar) {
     size_t bytes = sizeof(Val) * (size_t)E->f->nvalues;
     Val *saved = malloc(bytes ? bytes : 1);
     if (!saved) return;
@@ -833,6 +929,10 @@ static void issue_ahead(Emitter *E, const IrOp *loop, const char *i, const char 
     Layout scalar;
     memset(&scalar, 0, sizeof scalar);
     ce_set_val(E, loop->result, ivn, ce_lay_add(E, &scalar));
+    /* (TMA copies, bar given: the pipeline's own, E->pipe.tma) */
+    if (bar) ce_out(E, "if (threadIdx.x == 0) tile_mbar_expect(%s, %d);   /* the bytes of this iteration's TMA copies */", bar,
+                    E->pipe.tma_bytes);
+    bool cp_async = false;
     int last = 0;
     for (int k = 0; k < loop->body->nops; k++)
         for (int j = 0; j < n; j++)
@@ -842,18 +942,27 @@ static void issue_ahead(Emitter *E, const IrOp *loop, const char *i, const char 
         int j = -1;
         for (int q = 0; q < n; q++)
             if (o == loads[q]) j = q;
-        if (j >= 0)
+        if (j >= 0 && bar && E->pipe.tma[j]) {
+            issue_tma(E, o, dst[j], bar, E->pipe.tma_map[j]);
+        } else if (j >= 0) {
             issue_copy(E, o, dst[j]);
-        else if (o->result >= 0 && chain[o->result])
+            cp_async = true;
+        } else if (o->result >= 0 && chain[o->result]) {
             ce_emit_op(E, o);
+        }
     }
     E->indent--;
     ce_out(E, "}");
-    ce_out(E, "tile_cp_async_commit();");
+    if (cp_async || !bar) ce_out(E, "tile_cp_async_commit();");
     E->indent--;
     ce_out(E, "}");
     memcpy(E->vals, saved, bytes);
     free(saved);
+}
+
+/* The mbarrier the TMA copies into stage `stage` (a C expression) complete on. */
+static const char *stage_barrier(Emitter *E, const char *stage) {
+    return ce_fmt_str(E, "tile_async + %lld + (%s) * 8", (long long)E->pipe.bar_off, stage);
 }
 
 /* The pipeline's copies of the iteration whose induction variable is `iv`
@@ -861,7 +970,8 @@ static void issue_ahead(Emitter *E, const IrOp *loop, const char *i, const char 
 static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const char *iv, const char *stage) {
     const char *dst[ASYNC_MAX_PIPE];
     for (int j = 0; j < E->pipe.n; j++) dst[j] = stage_offset(E, j, stage);
-    issue_ahead(E, loop, i, iv, E->pipe.n, E->pipe.loads, dst, E->pipe_chain);
+    issue_ahead(E, loop, i, iv, E->pipe.n, E->pipe.loads, dst, E->pipe_chain,
+                E->pipe.tma_bytes ? stage_barrier(E, stage) : NULL);
 }
 
 /* Does blk hold a loop that is not known to be short (fewer than 4
@@ -1029,6 +1139,33 @@ static void emit_transpose(Emitter *E, const IrOp *ld, const char *src) {
     ce_out(E, "}");
 }
 
+static bool may_leave(const IrBlock *blk);
+
+/* Which of the pipeline's loads TMA copies (tma_geometry): on sm_90a, unless
+ * TILEC_NO_TMA, in a loop that cannot leave an iteration early (every copy
+ * issued is then waited for before the loop ends, and the barriers can be
+ * invalidated there); their stages' mbarriers after the buffers. */
+static void plan_tma(Emitter *E, const IrOp *loop) {
+    E->pipe.tma_bytes = 0;
+    if (!E->opt_wgmma || E->opt_no_tma || may_leave(loop->body)) return;
+    for (int j = 0; j < E->pipe.n; j++) {
+        const IrOp *ld = E->pipe.loads[j];
+        int inner, nbox, row, col;
+        if (!tma_geometry(E, ld, &inner, &nbox)) continue;
+        int map = tma_map(E, ld, inner);
+        if (map < 0) continue;
+        const Type *t = ce_vtype(E, ld->result);
+        load_axes(ld, t, &row, &col);
+        E->pipe.tma[j] = true;
+        E->pipe.tma_map[j] = map;
+        E->pipe.tma_bytes += tile_rows(t, row) * t->shape[col] * ce_regsize(t->dtype);
+    }
+    if (!E->pipe.tma_bytes) return;
+    E->pipe.bar_off = (E->async_top + 7) / 8 * 8;
+    E->async_top = E->pipe.bar_off + 8 * E->pipe.stages;
+    if (E->async_top > E->async_peak) E->async_peak = E->async_top;
+}
+
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save) {
     save->pipe = E->pipe;
     save->top = E->async_top;
@@ -1107,6 +1244,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     ce_each_mma(E, loop->body, mark_transposed);
     E->pipe.loop = loop;
     E->pipe.stages = stages;
+    plan_tma(E, loop);
     E->pipe.wgmma_inflight = wg && stages >= 3 && !E->opt_wgmma_wait0 && wgmma_operands_piped(E, loop) &&
                              !may_skip_products(loop->body, false);
     E->pipe.lookahead = E->pipe.wgmma_inflight ? stages - 2 : stages - 1;
@@ -1114,7 +1252,17 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
     if (E->pipe.wgmma_inflight) ce_out(E, "/* ... %d of them: a buffer is refilled an iteration after its wgmma's wait */", E->pipe.lookahead);
     /* the buffers may be an earlier block's, which other warps may still read */
+    if (E->pipe.tma_bytes) ce_out(E, "tile_fence_proxy_async();   /* (this memory's last writes before TMA's) */");
     ce_out(E, "__syncthreads();");
+    if (E->pipe.tma_bytes) {
+        ce_out(E, "if (threadIdx.x == 0) {   /* one mbarrier a stage: thread 0's arrival and the TMA copies' bytes */");
+        E->indent++;
+        for (int st = 0; st < stages; st++) ce_out(E, "tile_mbar_init(%s, 1);", stage_barrier(E, ce_fmt_str(E, "%d", st)));
+        ce_out(E, "tile_mbar_init_fence();");
+        E->indent--;
+        ce_out(E, "}");
+        ce_out(E, "__syncthreads();");
+    }
     for (int s = 0; s < E->pipe.lookahead; s++)
         issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s));
     ce_out(E, "int %s_it = 0;", i);
@@ -1123,11 +1271,16 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
 
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     int S = E->pipe.stages, L = E->pipe.lookahead;
-    ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", L - 1);
+    bool cp_async = false;
+    for (int j = 0; j < E->pipe.n; j++) cp_async |= !E->pipe.tma[j];
+    if (cp_async) ce_out(E, "tile_cp_async_wait<%d>();   /* this iteration's copies have landed */", L - 1);
+    if (E->pipe.tma_bytes)
+        ce_out(E, "tile_mbar_wait(%s, (unsigned)(%s_it / %d) & 1);   /* ... and its TMA copies */",
+               stage_barrier(E, ce_fmt_str(E, "%s_it %% %d", i, S)), i, S);
     bool wgmma_reads = false;
     for (int j = 0; j < E->pipe.n; j++) {
         int lv = E->pipe.loads[j]->result;
-        wgmma_reads |= E->async_core[lv];
+        wgmma_reads |= E->async_core[lv] && !E->pipe.tma[j];   /* (TMA writes through the async proxy) */
         if (E->async_round[lv])
             emit_round(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
     }
@@ -1166,6 +1319,15 @@ void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
         ce_out(E, "tile_cp_async_wait_all();");
         ce_out(E, "__syncthreads();");
     }
+    if (pipelined && E->pipe.tma_bytes) {
+        /* every copy issued has been waited for (the loop cannot leave early:
+         * plan_tma): the barriers' memory may serve other uses again */
+        ce_out(E, "if (threadIdx.x == 0) {");
+        E->indent++;
+        for (int st = 0; st < E->pipe.stages; st++) ce_out(E, "tile_mbar_inval(%s);", stage_barrier(E, ce_fmt_str(E, "%d", st)));
+        E->indent--;
+        ce_out(E, "}");
+    }
     E->pipe = save->pipe;
     E->async_top = save->top;
 }
@@ -1188,7 +1350,7 @@ static bool may_leave(const IrBlock *blk) {
 static void issue_prefetch(Emitter *E, const char *iv) {
     const char *dst[ASYNC_MAX_PIPE];
     for (int j = 0; j < E->pipe.pf_n; j++) dst[j] = ce_fmt_str(E, "%lld", (long long)E->pipe.pf_off[j]);
-    issue_ahead(E, E->pipe.pf_loop, E->pipe.pf_i, iv, E->pipe.pf_n, E->pipe.pf_loads, dst, E->pipe.pf_chain);
+    issue_ahead(E, E->pipe.pf_loop, E->pipe.pf_i, iv, E->pipe.pf_n, E->pipe.pf_loads, dst, E->pipe.pf_chain, NULL);
 }
 
 /* A loop that holds a loop gets no pipeline (ce_async_loop_begin), so each

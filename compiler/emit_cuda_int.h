@@ -46,6 +46,13 @@ typedef struct Pipe {
     int lookahead;
     bool wgmma_inflight;
     const char *stage;                    /* C name of this iteration's stage */
+    /* loads copied by the tensor memory accelerator (tma[j]: load j is),
+     * completing on one mbarrier per stage at bar_off, which expects
+     * tma_bytes a stage (ce_async_loop_begin) */
+    bool tma[ASYNC_MAX_PIPE];
+    int64_t bar_off;
+    int tma_bytes;
+    int tma_map[ASYNC_MAX_PIPE];          /* load j's tensor map (CudaKernelCode.tmaps) */
     /* A loop with no pipeline (one holding a loop) may prefetch: single async
      * loads of its body copied one iteration ahead into their own buffer
      * (ce_async_prefetch_begin) */
@@ -148,6 +155,9 @@ typedef struct Emitter {
     int wg_npending;
     bool opt_wgmma_nostage;   /* TILEC_WGMMA_NOSTAGE: no wgmma with B staged from registers (for measurements) */
     bool used_wgmma;
+    bool opt_no_tma;          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
+    int ntmaps;               /* the tensor maps this pass's TMA copies read (CudaKernelCode.tmaps) */
+    CudaTensorMap tmaps[CUDA_MAX_TMAPS];
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
     int scratch_hint;         /* most scratch shared memory an earlier pass used (bounds the wgmma pipeline) */
     bool *local_wgmma;        /* per local: a wgmma accumulates into its registers in place */

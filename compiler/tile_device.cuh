@@ -300,6 +300,57 @@ TILE_DEV void tile_wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1
  * the async proxy, which wgmma reads its operands through */
 TILE_DEV void tile_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
+/* ---- the tensor memory accelerator (TMA; sm_90, only kernels compiled for
+ * sm_90a call these): a tile copied by one thread's instruction, described
+ * by a tensor map the runtime encodes at launch and passes by value as a
+ * __grid_constant__ parameter; the copy completes on an mbarrier that
+ * counts the bytes it expects (emit_cuda_async.c) ------------------------- */
+struct __align__(64) TileTensorMap { unsigned long long v[16]; };
+TILE_DEV void tile_mbar_init(void *bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(tile_smem_addr(bar)), "r"(count) : "memory");
+}
+/* the barriers' initialisation made visible to the copy engine (and to the
+ * other threads, after the barrier that follows) */
+TILE_DEV void tile_mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+TILE_DEV void tile_mbar_inval(void *bar) {
+    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" :: "r"(tile_smem_addr(bar)) : "memory");
+}
+/* this thread's arrival, and `bytes` more for the phase to wait for */
+TILE_DEV void tile_mbar_expect(void *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(tile_smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+/* waits until the phase of parity `parity` has completed */
+TILE_DEV void tile_mbar_wait(void *bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(tile_smem_addr(bar)), "r"(parity) : "memory");
+    } while (!done);
+}
+/* the box of `map` at coordinates c0 (innermost), c1, ... into shared memory
+ * at `smem`, completing on `bar`; elements outside the array read as zero */
+#define TILE_TMA_LOAD(N, COORDS, ...)                                                                    \
+    asm volatile("cp.async.bulk.tensor." #N "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes " \
+                 "[%0], [%1, {" COORDS "}], [%2];"                                                        \
+                 :: "r"(tile_smem_addr(smem)), "l"((unsigned long long)map), "r"(tile_smem_addr(bar)), __VA_ARGS__ \
+                 : "memory")
+TILE_DEV void tile_tma_load(void *smem, const TileTensorMap *map, void *bar, int c0) {
+    TILE_TMA_LOAD(1, "%3", "r"(c0));
+}
+TILE_DEV void tile_tma_load(void *smem, const TileTensorMap *map, void *bar, int c0, int c1) {
+    TILE_TMA_LOAD(2, "%3, %4", "r"(c0), "r"(c1));
+}
+TILE_DEV void tile_tma_load(void *smem, const TileTensorMap *map, void *bar, int c0, int c1, int c2) {
+    TILE_TMA_LOAD(3, "%3, %4, %5", "r"(c0), "r"(c1), "r"(c2));
+}
+TILE_DEV void tile_tma_load(void *smem, const TileTensorMap *map, void *bar, int c0, int c1, int c2, int c3) {
+    TILE_TMA_LOAD(4, "%3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TILE_DEV void tile_tma_load(void *smem, const TileTensorMap *map, void *bar, int c0, int c1, int c2, int c3, int c4) {
+    TILE_TMA_LOAD(5, "%3, %4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+
 /* ---- mma.sync: one wrapper per shape (row.col, f32 accumulators) ---------- */
 TILE_DEV void tile_mma_m16n8k16_bf16(float &d0, float &d1, float &d2, float &d3,
                                      unsigned a0, unsigned a1, unsigned a2, unsigned a3,

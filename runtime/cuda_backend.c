@@ -9,7 +9,8 @@
  *
  * A kernel is specialised at launch on facts about its arrays (16-byte
  * alignment and unit last stride -> vector accesses; 31-bit offsets -> 32-bit
- * address arithmetic); each combination is a variant, compiled once.
+ * address arithmetic; a layout a tensor map can describe -> TMA copies, their
+ * maps encoded at each launch); each combination is a variant, compiled once.
  * Compiled code is cached in memory (per kernel) and on disk in the runtime's
  * disk cache (disk_cache.h; TILE_CACHE_DIR, default ~/.cache/tilec; "off"
  * disables), keyed by the full generated source, device header, NVRTC
@@ -61,6 +62,10 @@ typedef struct Driver {
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* optional (CUDA 12 drivers on): without it no kernel copies by TMA */
+    CUresult (*TensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                     CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 } Driver;
 
 #define CUDA_CACHE_KIND "cuda"
@@ -83,6 +88,8 @@ typedef struct CudaVariant {
     CUmodule module;
     CUfunction fn;
     int threads, smem;
+    int ntmaps;               /* tensor maps passed after the parameters (emit_cuda.h) */
+    CudaTensorMap tmaps[CUDA_MAX_TMAPS];
 } CudaVariant;
 
 typedef struct CudaKernel {
@@ -152,6 +159,7 @@ static bool load_driver(Driver *d, char *err, size_t errlen) {
             return false;
         }
     }
+    d->TensorMapEncodeTiled = dlsym(d->lib, "cuTensorMapEncodeTiled");
     return true;
 }
 
@@ -323,6 +331,10 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     memcpy(v->flags, flags, (size_t)np);
     v->threads = code.threads;
     v->smem = code.smem_bytes;
+    /* (a cached image is the first emission's source lowered in occupancy
+     * only, which changes no copy: these are its maps) */
+    v->ntmaps = code.ntmaps;
+    memcpy(v->tmaps, code.tmaps, sizeof code.tmaps);
     s->drv.CtxSetCurrent(s->ctx);
     CUresult r = s->drv.ModuleLoadData(&v->module, image);
     free(image);
@@ -348,7 +360,8 @@ static tile_status cuda_compile(tile_ctx *ctx, tile_kernel *k) {
     unsigned char *flags = calloc((size_t)(np > 0 ? np : 1), 1);
     if (!flags) { free(ck); return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory"); }
     for (int i = 0; i < np; i++)
-        if (k->ir->params[i].kind == IRP_ARRAY) flags[i] = CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32;
+        if (k->ir->params[i].kind == IRP_ARRAY)
+            flags[i] = state(ctx)->drv.TensorMapEncodeTiled ? CUDA_ARRAY_FAST : CUDA_ARRAY_FAST & ~CUDA_ARRAY_TMA;
     CudaVariant *v = NULL;
     tile_status st = build_variant(ctx, k, flags, &v);
     free(flags);
@@ -375,9 +388,30 @@ static void cuda_release_kernel(tile_ctx *ctx, tile_kernel *k) {
 
 /* ---- launching ------------------------------------------------------------------------- */
 
-static unsigned char array_facts(const tile_array *a) {
+/* The byte strides of array `a`'s tensor map, innermost dimension first
+ * (TMA's order; the last axis's is implicit), when a map can describe it
+ * (emit_cuda.h, CUDA_ARRAY_TMA).  An axis of extent 1 is never stepped
+ * along: it gets the smallest stride the rules allow. */
+static bool tma_strides(const tile_array *a, cuuint64_t stride[4]) {
+    int es = tile_dtype_size(a->dtype), r = a->rank;
+    if (r < 1 || r > 5 || (uintptr_t)a->data % 16 != 0 || (a->strides[r - 1] != 1 && a->shape[r - 1] > 1)) return false;
+    for (int d = 0; d < r; d++)
+        if (a->shape[d] < 1 || a->shape[d] > ((int64_t)1 << 32)) return false;
+    int64_t span = a->shape[r - 1] * es;   /* bytes the axes inside reach */
+    for (int d = r - 2, k = 0; d >= 0; d--, k++) {
+        int64_t sb = a->shape[d] > 1 ? a->strides[d] * es : (span + 15) / 16 * 16;
+        if (sb % 16 != 0 || sb < span || sb >= ((int64_t)1 << 40)) return false;
+        stride[k] = (cuuint64_t)sb;
+        span = sb * a->shape[d];
+    }
+    return true;
+}
+
+static unsigned char array_facts(const CudaState *s, const tile_array *a) {
     int es = tile_dtype_size(a->dtype);
     unsigned char f = 0;
+    cuuint64_t unused[4];
+    if (s->drv.TensorMapEncodeTiled && tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
     bool vec = a->rank > 0 && ((uintptr_t)a->data % 16) == 0 && (a->strides[a->rank - 1] == 1 || a->shape[a->rank - 1] <= 1);
     for (int d = 0; d + 1 < a->rank && vec; d++)
         if (a->shape[d] > 1 && (a->strides[d] * es) % 16 != 0) vec = false;
@@ -413,6 +447,47 @@ static size_t pack_scalar(DType t, Scalar v, unsigned char *p) {
     }
 }
 
+/* The compiled variant of kernel `k` for the array facts `flags`, compiled now if new. */
+static tile_status find_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, int nargs, CudaVariant **out) {
+    CudaKernel *ck = k->backend_data;
+    for (CudaVariant *v = ck->variants; v; v = v->next)
+        if (memcmp(v->flags, flags, (size_t)nargs) == 0) {
+            *out = v;
+            return TILE_OK;
+        }
+    tile_status st = build_variant(ctx, k, flags, out);
+    if (st != TILE_OK) return st;
+    (*out)->next = ck->variants;
+    ck->variants = *out;
+    return TILE_OK;
+}
+
+/* Variant `v`'s tensor maps over the arguments (emit_cuda.h: CudaTensorMap):
+ * -1, or the parameter whose map the driver refused. */
+static int encode_tmaps(CudaState *s, const CudaVariant *v, const tile_launch_arg *args, CUtensorMap *maps) {
+    for (int m = 0; m < v->ntmaps; m++) {
+        const CudaTensorMap *t = &v->tmaps[m];
+        const tile_array *a = &args[t->param].array;
+        cuuint64_t dim[5], stride[4];
+        cuuint32_t box[5], one[5] = {1, 1, 1, 1, 1};
+        if (!tma_strides(a, stride)) return t->param;   /* (the variant was chosen for these facts) */
+        for (int k = 0; k < a->rank; k++) {   /* TMA's order: innermost first */
+            dim[k] = (cuuint64_t)a->shape[a->rank - 1 - k];
+            box[k] = (cuuint32_t)t->box[a->rank - 1 - k];
+        }
+        CUtensorMapSwizzle sw = t->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+                                : t->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                : t->swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
+        CUtensorMapDataType dt = t->elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_UINT32;
+        /* elements outside the array read as zero (OOB_FILL_NONE), as the loads' padding says */
+        CUresult r = s->drv.TensorMapEncodeTiled(&maps[m], dt, (cuuint32_t)a->rank, a->data, dim, stride, box, one,
+                                                 CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS) return t->param;
+    }
+    return -1;
+}
+
 static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], const tile_launch_arg *args,
                                int nargs, void *stream) {
     CudaState *s = state(ctx);
@@ -425,24 +500,26 @@ static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3],
     int nslots = 0;
     for (int i = 0; i < nargs; i++) {
         if (f->params[i].kind == IRP_ARRAY) {
-            flags[i] = array_facts(&args[i].array);
+            flags[i] = array_facts(s, &args[i].array);
             nslots += 1 + 2 * f->params[i].rank;
         } else {
             nslots++;
         }
     }
-    CudaVariant *v = ck->variants;
-    for (; v; v = v->next)
-        if (memcmp(v->flags, flags, (size_t)nargs) == 0) break;
-    if (!v) {
-        tile_status st = build_variant(ctx, k, flags, &v);
+    /* the variant for these facts and its tensor maps; should the driver
+     * refuse an array's map after all, that array is specialised without */
+    CudaVariant *v;
+    CUtensorMap maps[CUDA_MAX_TMAPS];
+    for (;;) {
+        tile_status st = find_variant(ctx, k, flags, nargs, &v);
         if (st != TILE_OK) return st;
-        v->next = ck->variants;
-        ck->variants = v;
+        int refused = encode_tmaps(s, v, args, maps);
+        if (refused < 0) break;
+        flags[refused] &= (unsigned char)~CUDA_ARRAY_TMA;
     }
-    /* every argument in an 8-byte slot; kernelParams points at them */
+    /* every argument in an 8-byte slot (a tensor map in its own); kernelParams points at them */
     uint64_t *store = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t));
-    void **params = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(void *));
+    void **params = calloc((size_t)(nslots + v->ntmaps > 0 ? nslots + v->ntmaps : 1), sizeof(void *));
     if (!store || !params) {
         free(store);
         free(params);
@@ -475,6 +552,7 @@ static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3],
             n++;
         }
     }
+    for (int m = 0; m < v->ntmaps; m++) params[n++] = &maps[m];
     s->drv.CtxSetCurrent(s->ctx);
     CUresult r = s->drv.LaunchKernel(v->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
                                      (unsigned)v->threads, 1, 1, (unsigned)v->smem, (CUstream)stream, params, NULL);

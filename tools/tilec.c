@@ -271,7 +271,7 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
         return usage_error("--arch %s: only sm_90a has architecture-specific code here; say sm_%d", o->arch, arch_number(o));
     for (int i = 0; i < n; i++) {
         unsigned char flags[256];
-        memset(flags, CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32, sizeof flags);
+        memset(flags, CUDA_ARRAY_FAST, sizeof flags);
         CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1, arch_specific(o), 0};
         CudaKernelCode code;
         if (cuda_emit(funcs[i], &opt, &code, &c->diag) != 0) return EXIT_COMPILE;

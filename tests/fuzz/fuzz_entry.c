@@ -120,7 +120,7 @@ static void pick_emit_options(uint64_t h, const IrFunc *f, unsigned char *flags,
     /* mostly the runtime's first variant (aligned, 32-bit offsets), else per array */
     bool all_fast = ((h >> 4) & 3) != 0;
     for (int i = 0; i < nflags; i++)
-        flags[i] = all_fast ? (CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32) : (unsigned char)((h >> (8 + 2 * (i % 24))) & 3);
+        flags[i] = all_fast ? CUDA_ARRAY_FAST : (unsigned char)((h >> (8 + 2 * (i % 24))) & 7);
     opt->array_flags = f->nparams <= nflags ? flags : NULL;
 }
 
