@@ -597,14 +597,19 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
  * Its box lands as rows of its innermost extent, so the buffers it can fill:
  * a wgmma layout swizzled w bytes wide (one box per w-byte slice of the
  * columns, each slice rows x w bytes, as copy_dst lays them), or rows
- * without padding (one row, or a pitch equal to the columns).  The box
- * lies along `inner` elements of the contiguous axis, in `nbox` slices;
- * false when TMA cannot fill load `ld`'s buffer. */
+ * without padding (one row, or a pitch equal to the columns).  A tile
+ * wgmma reads as tf32, rounded in place once it lands (emit_round), keeps
+ * cp.async unless TILEC_TMA_ROUND=1: with TMA its rounding follows the
+ * barrier's wait, each thread a share, and Mamba-2's tf32 compute_out then
+ * spilled at its 128 registers (2 blocks of 8 warps per SM), 1 block per SM
+ * after the backend's lowering.  The box lies along
+ * `inner` elements of the contiguous axis, in `nbox` slices; false when TMA
+ * cannot fill load `ld`'s buffer. */
 static bool tma_geometry(Emitter *E, const IrOp *ld, int *inner, int *nbox) {
     int lv = ld->result, row, col;
     const Type *t = ce_vtype(E, lv);
     int s = ce_regsize(t->dtype);
-    if (!load_axes(ld, t, &row, &col) || E->async_round[lv]) return false;
+    if (!load_axes(ld, t, &row, &col) || (E->async_round[lv] && !E->opt_tma_round)) return false;
     if (!(ce_array_flags(E, ld->array) & CUDA_ARRAY_TMA) || E->f->params[ld->array].rank != t->rank || t->rank > 5)
         return false;
     int rows = tile_rows(t, row), cols = t->shape[col];
@@ -687,7 +692,8 @@ static void issue_tma(Emitter *E, const IrOp *ld, const char *dst, const char *b
  * place (async_round), after this thread's copies into it have landed: each
  * thread rounds the 16-byte pieces it copied itself (issue_copy's piece c =
  * threadIdx.x + j * threads, on either of its paths), so no barrier is needed
- * before; the one that publishes the buffer follows. */
+ * before (copied by TMA: the same pieces, after every thread's wait on the
+ * stage's mbarrier); the one that publishes the buffer follows. */
 static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
     const Type *t = ce_vtype(E, ld->result);
     int s = ce_regsize(t->dtype), row, col;
@@ -1280,7 +1286,8 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     bool wgmma_reads = false;
     for (int j = 0; j < E->pipe.n; j++) {
         int lv = E->pipe.loads[j]->result;
-        wgmma_reads |= E->async_core[lv] && !E->pipe.tma[j];   /* (TMA writes through the async proxy) */
+        /* (TMA writes through the async proxy; the rounding does not) */
+        wgmma_reads |= E->async_core[lv] && (!E->pipe.tma[j] || E->async_round[lv]);
         if (E->async_round[lv])
             emit_round(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
     }
