@@ -1851,7 +1851,9 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     else ce_buf_printf(&o, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", E.threads, name.p);
     emit_params(&E, &o);
     ce_buf_printf(&o, ")\n{\n");
-    ce_buf_printf(&o, "    extern __shared__ __align__(%d) unsigned char tile_smem[];\n", E.swizzled ? SWIZZLE_ALIGN : 16);
+    /* (TMA writes shared memory at 128-byte aligned addresses at least) */
+    ce_buf_printf(&o, "    extern __shared__ __align__(%d) unsigned char tile_smem[];\n",
+                  E.swizzled ? SWIZZLE_ALIGN : E.ntmaps ? 128 : 16);
     ce_buf_printf(&o, "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
     ce_buf_printf(&o, "    (void)lane; (void)warp; (void)tile_smem;\n");
     if (E.async_peak) ce_buf_printf(&o, "    unsigned char *const tile_async = tile_smem + %d;\n", scratch);

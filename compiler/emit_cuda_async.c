@@ -666,15 +666,15 @@ static void issue_tma(Emitter *E, const IrOp *ld, const char *dst, const char *b
     tma_geometry(E, ld, &inner, &nbox);
     const char *coord[TILE_MAX_RANK];   /* per array axis: the tile's first element */
     for (int d = 0; d < t->rank; d++)
-        coord[ld->nints == t->rank ? ld->ints[d] : d] = ce_fmt_str(E, "(int)%s * %d", ce_vreg(E, ld->args[d], 0), t->shape[d]);
+        coord[ld->nints == t->rank ? ld->ints[d] : d] = ce_fmt_str(E, "(long long)%s * %d", ce_vreg(E, ld->args[d], 0), t->shape[d]);
     int col_axis = ld->nints == t->rank ? ld->ints[col] : col;
     ce_out(E, "if (threadIdx.x == 0) {");
     E->indent++;
     for (int h = 0; h < nbox; h++) {
         Buf c = {0};
         for (int a = t->rank - 1; a >= 0; a--) {   /* innermost first */
-            if (a == col_axis && h) ce_buf_printf(&c, ", %s + %d", coord[a], h * inner);
-            else ce_buf_printf(&c, ", %s", coord[a]);
+            if (a == col_axis && h) ce_buf_printf(&c, ", tile_tma_coord(%s + %d)", coord[a], h * inner);
+            else ce_buf_printf(&c, ", tile_tma_coord(%s)", coord[a]);
         }
         ce_out(E, "tile_tma_load(tile_async + %s + %d, &tm%d, %s%s);", dst, h * tile_rows(t, row) * inner * s, map, bar, c.p);
         free(c.p);
@@ -1258,7 +1258,9 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
     if (E->pipe.wgmma_inflight) ce_out(E, "/* ... %d of them: a buffer is refilled an iteration after its wgmma's wait */", E->pipe.lookahead);
     /* the buffers may be an earlier block's, which other warps may still read */
-    if (E->pipe.tma_bytes) ce_out(E, "tile_fence_proxy_async();   /* (this memory's last writes before TMA's) */");
+    /* (shared memory's last writes, and the block's writes to the arrays TMA
+     * reads, before the copy engine's accesses) */
+    if (E->pipe.tma_bytes) ce_out(E, "tile_fence_proxy_async_all();");
     ce_out(E, "__syncthreads();");
     if (E->pipe.tma_bytes) {
         ce_out(E, "if (threadIdx.x == 0) {   /* one mbarrier a stage: thread 0's arrival and the TMA copies' bytes */");

@@ -396,7 +396,7 @@ static bool tma_strides(const tile_array *a, cuuint64_t stride[4]) {
     int es = tile_dtype_size(a->dtype), r = a->rank;
     if (r < 1 || r > 5 || (uintptr_t)a->data % 16 != 0 || (a->strides[r - 1] != 1 && a->shape[r - 1] > 1)) return false;
     for (int d = 0; d < r; d++)
-        if (a->shape[d] < 1 || a->shape[d] > ((int64_t)1 << 32)) return false;
+        if (a->shape[d] < 1 || a->shape[d] > INT32_MAX) return false;   /* (coordinates are 32-bit) */
     int64_t span = a->shape[r - 1] * es;   /* bytes the axes inside reach */
     for (int d = r - 2, k = 0; d >= 0; d--, k++) {
         int64_t sb = a->shape[d] > 1 ? a->strides[d] * es : (span + 15) / 16 * 16;
@@ -463,8 +463,10 @@ static tile_status find_variant(tile_ctx *ctx, tile_kernel *k, const unsigned ch
 }
 
 /* Variant `v`'s tensor maps over the arguments (emit_cuda.h: CudaTensorMap):
- * -1, or the parameter whose map the driver refused. */
-static int encode_tmaps(CudaState *s, const CudaVariant *v, const tile_launch_arg *args, CUtensorMap *maps) {
+ * -1; or the parameter whose map the driver refused as invalid; or -2 after
+ * any other failure of the driver's, in *err. */
+static int encode_tmaps(CudaState *s, const CudaVariant *v, const tile_launch_arg *args, CUtensorMap *maps,
+                        CUresult *err) {
     for (int m = 0; m < v->ntmaps; m++) {
         const CudaTensorMap *t = &v->tmaps[m];
         const tile_array *a = &args[t->param].array;
@@ -483,7 +485,11 @@ static int encode_tmaps(CudaState *s, const CudaVariant *v, const tile_launch_ar
         CUresult r = s->drv.TensorMapEncodeTiled(&maps[m], dt, (cuuint32_t)a->rank, a->data, dim, stride, box, one,
                                                  CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS) return t->param;
+        if (r == CUDA_ERROR_INVALID_VALUE) return t->param;
+        if (r != CUDA_SUCCESS) {
+            *err = r;
+            return -2;
+        }
     }
     return -1;
 }
@@ -513,7 +519,10 @@ static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3],
     for (;;) {
         tile_status st = find_variant(ctx, k, flags, nargs, &v);
         if (st != TILE_OK) return st;
-        int refused = encode_tmaps(s, v, args, maps);
+        CUresult err = CUDA_SUCCESS;
+        int refused = encode_tmaps(s, v, args, maps, &err);
+        if (refused == -2)
+            return tile_error(ctx, TILE_ERR_LAUNCH, "kernel '%s': encoding a tensor map failed: %s", f->name, cu_err(s, err));
         if (refused < 0) break;
         flags[refused] &= (unsigned char)~CUDA_ARRAY_TMA;
     }
