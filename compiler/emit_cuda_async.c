@@ -602,9 +602,9 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
  * cp.async unless TILEC_TMA_ROUND=1: with TMA its rounding follows the
  * barrier's wait, each thread a share, and Mamba-2's tf32 compute_out then
  * spilled at its 128 registers (2 blocks of 8 warps per SM), 1 block per SM
- * after the backend's lowering.  The box lies along
- * `inner` elements of the contiguous axis, in `nbox` slices; false when TMA
- * cannot fill load `ld`'s buffer. */
+ * after the backend's lowering.  The box lies along `inner` elements of the
+ * contiguous axis, in `nbox` slices; false when TMA cannot fill load `ld`'s
+ * buffer. */
 static bool tma_geometry(Emitter *E, const IrOp *ld, int *inner, int *nbox) {
     int lv = ld->result, row, col;
     const Type *t = ce_vtype(E, lv);
