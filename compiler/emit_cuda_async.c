@@ -742,8 +742,6 @@ static void emit_single(Emitter *E, const IrOp *ld) {
     publish(E, ld, off, "");
 }
 
-/* A pipelined load read into registers: the blocked layout a plain load
- * gives, from this iteration's buffer (zero-filled where the array ends). */
 /* Does `lay` hold a 16-bit tile stored with axis `col` contiguous the way
  * ldmatrix.trans reads its 8 x 8 pieces: a row's bit 0 in register bit 0,
  * its bits 1 and 2 in lane bits 0 and 1, the column's bits 0-2 in lane bits
@@ -787,6 +785,8 @@ static const char *ldsm_trans_coord(Emitter *E, int lay, int r0, int axis, int r
     return c;
 }
 
+/* A pipelined load read into registers: the blocked layout a plain load
+ * gives, from this iteration's buffer (zero-filled where the array ends). */
 void ce_async_read(Emitter *E, int lv, int lay, const char *name) {
     const Type *t = ce_vtype(E, lv);
     DType dt = t->dtype;
@@ -802,8 +802,7 @@ void ce_async_read(Emitter *E, int lv, int lay, const char *name) {
         for (int r0 = 0; r0 < ce_nregs(E, lay); r0 += 8) {
             const char *rr = ldsm_trans_coord(E, lay, r0, row, row, ax, bit);
             const char *kk = ldsm_trans_coord(E, lay, r0, col, row, ax, bit);
-            const char *off = form == FORM_ROWS ? ce_fmt_str(E, "(%s * %d + %s) * 2", rr, pitch, kk)
-                                                : copy_dst(E, form, E->async_swizzle[lv], rr, kk, tile_rows(t, row), t->shape[col], pitch, s);
+            const char *off = copy_dst(E, form, E->async_swizzle[lv], rr, kk, tile_rows(t, row), t->shape[col], pitch, s);
             const char *q = ce_fresh(E, "q");
             ce_out(E, "unsigned %s[4];", q);
             ce_out(E, "tile_ldsm_x4_trans(%s[0], %s[1], %s[2], %s[3], (const unsigned char *)%s + %s);", q, q, q, q, E->async_ptr[lv], off);

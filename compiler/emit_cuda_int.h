@@ -146,8 +146,8 @@ typedef struct Emitter {
     bool opt_tf32_truncate;   /* TILEC_TF32_TRUNCATE: tf32 wgmma operands not rounded in shared memory
                                * (wgmma truncates them; for measurements) */
     bool opt_wgmma_noreg;     /* TILEC_WGMMA_NOREG: no wgmma with A from registers (for measurements) */
-    bool opt_no_access_base;  /* TILEC_NO_ACCESS_BASE: loads and stores inside their array sum every
-                               * register's offset from scratch (for measurements) */
+    bool opt_no_access_base;  /* TILEC_NO_ACCESS_BASE: stores inside their array sum every register's
+                               * offset from scratch, as loads do (for measurements) */
     bool opt_no_ldsm_readback; /* TILEC_NO_LDSM_READBACK: buffers read back element by element where
                                 * ldmatrix.trans could read them (for measurements) */
     bool opt_wgmma_nodefer;   /* TILEC_WGMMA_NODEFER: every wgmma product waited for at once (for measurements) */
