@@ -1792,7 +1792,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");
     E.opt_wgmma_nostage = ce_env_flag("TILEC_WGMMA_NOSTAGE");
     E.opt_no_tma = ce_env_flag("TILEC_NO_TMA");
-    E.opt_tma_round = ce_env_flag("TILEC_TMA_ROUND");
+    E.opt_tma_round = !ce_env_flag("TILEC_NO_TMA_ROUND");
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);

@@ -598,11 +598,12 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
  * a wgmma layout swizzled w bytes wide (one box per w-byte slice of the
  * columns, each slice rows x w bytes, as copy_dst lays them), or rows
  * without padding (one row, or a pitch equal to the columns).  A tile
- * wgmma reads as tf32, rounded in place once it lands (emit_round), keeps
- * cp.async unless TILEC_TMA_ROUND=1: with TMA its rounding follows the
- * barrier's wait, each thread a share, and Mamba-2's tf32 compute_out then
- * spilled at its 128 registers (2 blocks of 8 warps per SM), 1 block per SM
- * after the backend's lowering.  The box lies along `inner` elements of the
+ * wgmma reads as tf32, rounded in place once it lands (emit_round), comes by
+ * TMA too, its rounding after the barrier's wait, each thread a share (the
+ * tf32 NT matmul 206 -> 253 TFLOP/s at 8192^3; Mamba-2's tf32 compute_out
+ * 2-3% faster although it then settles at 1 block per SM; H200,
+ * docs/performance.md); TILEC_NO_TMA_ROUND=1 keeps such tiles on cp.async,
+ * each thread rounding the pieces it copied.  The box lies along `inner` elements of the
  * contiguous axis, in `nbox` slices; false when TMA cannot fill load `ld`'s
  * buffer. */
 static bool tma_geometry(Emitter *E, const IrOp *ld, int *inner, int *nbox) {

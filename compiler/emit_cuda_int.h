@@ -156,7 +156,7 @@ typedef struct Emitter {
     bool opt_wgmma_nostage;   /* TILEC_WGMMA_NOSTAGE: no wgmma with B staged from registers (for measurements) */
     bool used_wgmma;
     bool opt_no_tma;          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
-    bool opt_tma_round;       /* TILEC_TMA_ROUND: tiles rounded to tf32 in shared memory by TMA too (an experiment) */
+    bool opt_tma_round;       /* tiles rounded to tf32 in shared memory by TMA too (TILEC_NO_TMA_ROUND=1: by cp.async) */
     int ntmaps;               /* the tensor maps this pass's TMA copies read (CudaKernelCode.tmaps) */
     CudaTensorMap tmaps[CUDA_MAX_TMAPS];
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
