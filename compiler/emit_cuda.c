@@ -1789,6 +1789,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_wgmma_nodefer = ce_env_flag("TILEC_WGMMA_NODEFER");
     E.opt_no_prefetch = ce_env_flag("TILEC_NO_PREFETCH");
     E.opt_tf32_truncate = ce_env_flag("TILEC_TF32_TRUNCATE");
+    E.opt_tf32_round_at_read = ce_env_flag("TILEC_TF32_ROUND_AT_READ");
     E.opt_wgmma_noreg = ce_env_flag("TILEC_WGMMA_NOREG");
     E.opt_wgmma_nostage = ce_env_flag("TILEC_WGMMA_NOSTAGE");
     E.opt_no_tma = ce_env_flag("TILEC_NO_TMA");
@@ -1814,6 +1815,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
      * a stored value is made otherwise */
     for (int i = 0; i < f->nlocals; i++) E.local_lay[i] = ce_plan_local_layout(&E, i, E.local_lay[i]);
     ce_wgmma_plan(&E);
+    ce_async_plan_rounding(&E);
     emit_passes(&E);
     if (E.errors) {
         free(E.body.p);

@@ -701,7 +701,7 @@ static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
     load_axes(ld, t, &row, &col);
     int cols = t->shape[col], rows = tile_rows(t, row), ve = 16 / s, cpr = cols / ve, total = rows * cpr;
     int reps = (total + E->threads - 1) / E->threads;
-    ce_out(E, "{   /* rounded to tf32 as the language says; wgmma would truncate */");
+    ce_out(E, "{   /* rounded to tf32 as the language says, once, where it landed */");
     E->indent++;
     ce_out(E, "uint4 rv[%d];", reps < ROUND_BATCH ? reps : ROUND_BATCH);
     ce_out(E, "unsigned char *ra[%d];", reps < ROUND_BATCH ? reps : ROUND_BATCH);
@@ -1107,6 +1107,9 @@ static void mark_transposed(Emitter *E, const IrOp *o) {
     bool kperm = ce_plan_reg_a(E, o) && ce_plan_kperm(E, o);
     int ld = kperm ? K + (K % 16 ? 16 : 8) : K + 4;
     E->async_tr_ld[lv] = ld;
+    /* (rounded by the transposed copy, not in place as well: no wgmma reads
+     * it, and its other readers then round at the read) */
+    E->async_round[lv] = false;
     E->async_tr_round[lv] = round;
     E->async_tr_off[lv] = async_alloc(E, lv, ((int64_t)N * ld * 4 + 127) / 128 * 128);
 }
@@ -1443,6 +1446,62 @@ int ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round) {
     return ops[0]->result;
 }
 
+/* ---- tf32 operands rounded once in shared memory ---------------------------------- */
+
+/* The least warp reads per element (summed over the products reading a
+ * buffer) at which a tf32 buffer mma.sync reads is rounded in shared memory
+ * (ce_async_plan_rounding). */
+#define ROUND_IN_SMEM_READS 4
+
+/* For each async load lv the products reading it: how[lv] bit 1, an operand
+ * cast to tf32 on its way; bit 2, one that is not; reads[lv], the warps
+ * reading each of its elements, summed over the products (A's rows are read
+ * by the warps along N, B's columns by those along M: the plan's split). */
+static void tally_rounding(Emitter *E, const IrBlock *blk, unsigned char *how, int *reads) {
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        tally_rounding(E, o->body, how, reads);
+        tally_rounding(E, o->else_body, how, reads);
+        if (o->op != OP_MMA) continue;
+        int wmb, wnb;
+        ce_plan_split(E, o, &wmb, &wnb);
+        for (int w = 0; w < 2; w++) {
+            bool round = false;
+            int lv = ce_async_operand_load(E, o->args[w], NULL, &round);
+            if (lv < 0 || !ce_async_is_load(E, lv)) continue;
+            how[lv] |= round ? 1 : 2;
+            reads[lv] += 1 << (w == 0 ? wnb : wmb);
+        }
+    }
+}
+
+/* An f32 tile that mma.sync products read as tf32 is rounded at each
+ * fragment read (cvt.rna: a compare and a predicated add a register,
+ * ptxas), by every warp that reads it; rounded in place once it lands
+ * instead, as wgmma's buffers are (emit_round: each thread the pieces it
+ * copied, between the wait and the barrier), its fragments are read as they
+ * lie.  The pass costs a shared-memory round trip and sits before the
+ * barrier, so it pays only where many warps read each element.  Measured
+ * on the H200 (2026-12-03, every such buffer rounded in place against
+ * none): the tf32 Mamba-2 scan, whose B_k 8 warp reads an element (4 for
+ * its scores, 4 for the state), 2.352 -> 2.280 ms at (8, 4096, 80, 64,
+ * 128) (Nsight had FSETP at 16.5% of its instructions); fwd_pass_state_f32
+ * (2 warps) 0.778 -> 0.884, the K x N tf32 matmul (2 warps an operand)
+ * 157 -> 143 TFLOP/s at 8192^3.  Hence from ROUND_IN_SMEM_READS reads on,
+ * when every product reading the buffer casts it to tf32 (an async load is
+ * read by products alone).  Not under TILEC_TF32_TRUNCATE (its wgmma
+ * buffers stay unrounded) nor TILEC_TF32_ROUND_AT_READ. */
+void ce_async_plan_rounding(Emitter *E) {
+    if (E->opt_tf32_truncate || E->opt_tf32_round_at_read) return;
+    int n = E->f->nvalues + 1;
+    unsigned char *how = ARENA_ARRAY(&E->mem, unsigned char, n);
+    int *reads = ARENA_ARRAY(&E->mem, int, n);
+    for (int i = 0; i < n; i++) how[i] = 0, reads[i] = 0;
+    tally_rounding(E, E->f->body, how, reads);
+    for (int i = 0; i < n; i++)
+        if (how[i] == 1 && reads[i] >= ROUND_IN_SMEM_READS) E->async_round[i] = true;
+}
+
 bool ce_async_operand_kmajor(Emitter *E, int id, int which, bool *kmajor) {
     const IrOp *ops[16];
     int n, col_dim;
@@ -1470,7 +1529,7 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     out->base = ce_fmt_str(E, "((const %s *)%s)", ce_ctype(dt), E->async_ptr[lv]);
     out->ld = E->async_pitch[lv];
     out->kmajor = which == 0 ? col_dim == 1 : col_dim == 0;
-    out->round_tf32 = round;
+    out->round_tf32 = round && !E->async_round[lv];   /* (else rounded once it landed) */
     /* (wgmma's swizzled buffers are mma.sync's at the same width: a buffer
      * both read is swizzled, ce_wgmma_plan sees to it) */
     out->swizzle = E->async_swizzle[lv];

@@ -146,6 +146,8 @@ typedef struct Emitter {
     bool opt_tf32_truncate;   /* TILEC_TF32_TRUNCATE: tf32 wgmma operands not rounded in shared memory
                                * (wgmma truncates them; for measurements) */
     bool opt_wgmma_noreg;     /* TILEC_WGMMA_NOREG: no wgmma with A from registers (for measurements) */
+    bool opt_tf32_round_at_read; /* TILEC_TF32_ROUND_AT_READ: mma.sync rounds tf32 operands at each fragment
+                                  * read, not once in shared memory (for measurements) */
     bool opt_no_access_base;  /* TILEC_NO_ACCESS_BASE: stores inside their array sum every register's
                                * offset from scratch, as loads do (for measurements) */
     bool opt_no_ldsm_readback; /* TILEC_NO_LDSM_READBACK: buffers read back element by element where
@@ -260,6 +262,9 @@ void ce_async_analyse(Emitter *E);
  * -1; *col_dim: the operand dimension contiguous in shared memory; *round
  * (unless NULL): whether a cast to tf32 is on the way. */
 int  ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round);
+/* After ce_wgmma_plan: the f32 buffers that every product reading them
+ * casts to tf32 are rounded once in shared memory when they land. */
+void ce_async_plan_rounding(Emitter *E);
 /* emit_cuda_wgmma.c: Hopper's warpgroup mma */
 void ce_wgmma_plan(Emitter *E);
 /* The products of an mma marked by the plan (operands in wgmma's shared-memory
