@@ -610,7 +610,9 @@ static bool tma_geometry(Emitter *E, const IrOp *ld, int *inner, int *nbox) {
     int lv = ld->result, row, col;
     const Type *t = ce_vtype(E, lv);
     int s = ce_regsize(t->dtype);
-    if (!load_axes(ld, t, &row, &col) || (E->async_round[lv] && !E->opt_tma_round)) return false;
+    /* (a tile mma.sync reads rounded in place keeps cp.async: TMA with that
+     * rounding has run on the GPU for wgmma's tiles only) */
+    if (!load_axes(ld, t, &row, &col) || (E->async_round[lv] && (!E->async_core[lv] || !E->opt_tma_round))) return false;
     if (!(ce_array_flags(E, ld->array) & CUDA_ARRAY_TMA) || E->f->params[ld->array].rank != t->rank || t->rank > 5)
         return false;
     int rows = tile_rows(t, row), cols = t->shape[col];
@@ -1291,12 +1293,15 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     bool wgmma_reads = false;
     for (int j = 0; j < E->pipe.n; j++) {
         int lv = E->pipe.loads[j]->result;
-        /* (TMA writes through the async proxy; the rounding does not) */
-        wgmma_reads |= E->async_core[lv] && (!E->pipe.tma[j] || E->async_round[lv]);
+        /* (the copies and the rounding write through the generic proxy, TMA
+         * through the async one: a fence where wgmma reads what the generic
+         * proxy wrote, and where a TMA buffer was rounded, so that the
+         * rounding's stores are ordered before TMA fills the stage again) */
+        wgmma_reads |= (E->async_core[lv] && !E->pipe.tma[j]) || (E->pipe.tma[j] && E->async_round[lv]);
         if (E->async_round[lv])
             emit_round(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
     }
-    if (wgmma_reads) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma */");
+    if (wgmma_reads) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma and TMA */");
     if (E->pipe.wgmma_inflight)
         ce_out(E, "__syncthreads();             /* ... for every thread; the buffer of two iterations ago is free */");
     else
