@@ -603,9 +603,9 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
  * tf32 NT matmul 206 -> 253 TFLOP/s at 8192^3; Mamba-2's tf32 compute_out
  * 2-3% faster although it then settles at 1 block per SM; H200,
  * docs/performance.md); TILEC_NO_TMA_ROUND=1 keeps such tiles on cp.async,
- * each thread rounding the pieces it copied.  The box lies along `inner` elements of the
- * contiguous axis, in `nbox` slices; false when TMA cannot fill load `ld`'s
- * buffer. */
+ * each thread rounding the pieces it copied.  The box lies along `inner`
+ * elements of the contiguous axis, in `nbox` slices; false when TMA cannot
+ * fill load `ld`'s buffer. */
 static bool tma_geometry(Emitter *E, const IrOp *ld, int *inner, int *nbox) {
     int lv = ld->result, row, col;
     const Type *t = ce_vtype(E, lv);
@@ -1290,18 +1290,18 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     if (E->pipe.tma_bytes)
         ce_out(E, "tile_mbar_wait(%s, (unsigned)(%s_it / %d) & 1);   /* ... and its TMA copies */",
                stage_barrier(E, ce_fmt_str(E, "%s_it %% %d", i, S)), i, S);
-    bool wgmma_reads = false;
+    bool fence = false;
     for (int j = 0; j < E->pipe.n; j++) {
         int lv = E->pipe.loads[j]->result;
         /* (the copies and the rounding write through the generic proxy, TMA
          * through the async one: a fence where wgmma reads what the generic
          * proxy wrote, and where a TMA buffer was rounded, so that the
          * rounding's stores are ordered before TMA fills the stage again) */
-        wgmma_reads |= (E->async_core[lv] && !E->pipe.tma[j]) || (E->pipe.tma[j] && E->async_round[lv]);
+        fence |= (E->async_core[lv] && !E->pipe.tma[j]) || (E->pipe.tma[j] && E->async_round[lv]);
         if (E->async_round[lv])
             emit_round(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
     }
-    if (wgmma_reads) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma and TMA */");
+    if (fence) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma and TMA */");
     if (E->pipe.wgmma_inflight)
         ce_out(E, "__syncthreads();             /* ... for every thread; the buffer of two iterations ago is free */");
     else
@@ -1488,13 +1488,15 @@ static void tally_rounding(Emitter *E, const IrBlock *blk, unsigned char *how, i
  * lie.  The pass costs a shared-memory round trip and sits before the
  * barrier, so it pays only where many warps read each element.  Measured
  * on the H200 (2026-12-03, every such buffer rounded in place against
- * none): the tf32 Mamba-2 scan, whose B_k 8 warp reads an element (4 for
- * its scores, 4 for the state), 2.352 -> 2.280 ms at (8, 4096, 80, 64,
+ * none): the tf32 Mamba-2 scan, each element of whose B_k 8 warps read (4
+ * for its scores, 4 for the state), 2.352 -> 2.280 ms at (8, 4096, 80, 64,
  * 128) (Nsight had FSETP at 16.5% of its instructions); fwd_pass_state_f32
  * (2 warps) 0.778 -> 0.884, the K x N tf32 matmul (2 warps an operand)
- * 157 -> 143 TFLOP/s at 8192^3.  Hence from ROUND_IN_SMEM_READS reads on,
- * when every product reading the buffer casts it to tf32 (an async load is
- * read by products alone).  Not under TILEC_TF32_TRUNCATE (its wgmma
+ * 157 -> 143 TFLOP/s at 8192^3.  Hence from ROUND_IN_SMEM_READS reads on
+ * (the scan 2.353 -> 2.201 ms, its C_k, read by one warp per product,
+ * rounded at the read; the other two unchanged), when every product
+ * reading the buffer casts it to tf32 (an async load is read by products
+ * alone).  Not under TILEC_TF32_TRUNCATE (its wgmma
  * buffers stay unrounded) nor TILEC_TF32_ROUND_AT_READ. */
 void ce_async_plan_rounding(Emitter *E) {
     if (E->opt_tf32_truncate || E->opt_tf32_round_at_read) return;

@@ -263,7 +263,8 @@ void ce_async_analyse(Emitter *E);
  * (unless NULL): whether a cast to tf32 is on the way. */
 int  ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round);
 /* After ce_wgmma_plan: the f32 buffers that every product reading them
- * casts to tf32 are rounded once in shared memory when they land. */
+ * casts to tf32, and that four or more warps read, are rounded once in
+ * shared memory when they land. */
 void ce_async_plan_rounding(Emitter *E);
 /* emit_cuda_wgmma.c: Hopper's warpgroup mma */
 void ce_wgmma_plan(Emitter *E);
