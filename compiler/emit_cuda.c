@@ -1341,8 +1341,7 @@ static void emit_local_set(Emitter *E, const IrOp *op) {
      * that skips the loop counts, for ptxas, as an instruction defining a
      * wgmma's registers while it runs, and serializes every product) nor
      * moves it between registers */
-    if (E->local_wgmma && E->local_wgmma[op->local])
-        for (int r = 0; r < ce_nregs(E, *ll); r++) ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, dst, *ll, r));
+    if (E->local_wgmma && E->local_wgmma[op->local]) ce_wgmma_fence_registers(E, dst, *ll);
 }
 
 static void emit_local_get(Emitter *E, const IrOp *op) {

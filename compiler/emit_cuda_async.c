@@ -1329,8 +1329,7 @@ void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
          * move above the wait (ptxas would serialize every product, C7514) */
         for (int l = 0; l < E->f->nlocals; l++)
             if (E->local_wgmma[l] && E->local_lay[l] >= 0)
-                for (int r = 0; r < ce_nregs(E, E->local_lay[l]); r++)
-                    ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, ce_fmt_str(E, "l%d", l), E->local_lay[l], r));
+                ce_wgmma_fence_registers(E, ce_fmt_str(E, "l%d", l), E->local_lay[l]);
     }
     if (pipelined) {
         ce_out(E, "tile_cp_async_wait_all();");

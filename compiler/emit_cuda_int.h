@@ -287,6 +287,9 @@ bool ce_wgmma_stages_b(Emitter *E, const IrOp *o);
 /* The swizzle width (bytes; 0: core matrices) of wgmma product `o`'s staged B
  * stored with its dimension `col_dim` contiguous. */
 int ce_wgmma_staged_swizzle(Emitter *E, const IrOp *o, int col_dim);
+/* Every register of `d` (layout lay) made opaque to the compiler here: no
+ * read or write of them moves across (a wgmma product's results or inputs). */
+void ce_wgmma_fence_registers(Emitter *E, const char *d, int lay);
 /* Before op (NULL: before leaving a block): waits for the wgmma products in
  * flight unless op may run beside them. */
 void ce_wgmma_settle(Emitter *E, const IrOp *op);

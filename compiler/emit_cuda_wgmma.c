@@ -373,6 +373,8 @@ static void fence_results(Emitter *E, const char *d, int lay, int nregs) {
     for (int r = 0; r < nregs; r++) ce_out(E, "tile_wgmma_fence_operand(%s);", ce_reg(E, d, lay, r));
 }
 
+void ce_wgmma_fence_registers(Emitter *E, const char *d, int lay) { fence_results(E, d, lay, ce_nregs(E, lay)); }
+
 /* A scalar spread over a tile (a product's zeros): filled in registers. */
 static bool scalar_broadcast(Emitter *E, const IrOp *o) {
     return o && o->op == OP_BROADCAST && type_numel(ce_vtype(E, o->args[0])) == 1;
