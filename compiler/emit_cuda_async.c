@@ -1457,25 +1457,20 @@ int ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round) {
  * (ce_async_plan_rounding). */
 #define ROUND_IN_SMEM_READS 4
 
-/* For each async load lv the products reading it: how[lv] bit 1, an operand
- * cast to tf32 on its way; bit 2, one that is not; reads[lv], the warps
- * reading each of its elements, summed over the products (A's rows are read
- * by the warps along N, B's columns by those along M: the plan's split). */
-static void tally_rounding(Emitter *E, const IrBlock *blk, unsigned char *how, int *reads) {
-    for (int i = 0; blk && i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        tally_rounding(E, o->body, how, reads);
-        tally_rounding(E, o->else_body, how, reads);
-        if (o->op != OP_MMA) continue;
-        int wmb, wnb;
-        ce_plan_split(E, o, &wmb, &wnb);
-        for (int w = 0; w < 2; w++) {
-            bool round = false;
-            int lv = ce_async_operand_load(E, o->args[w], NULL, &round);
-            if (lv < 0 || !ce_async_is_load(E, lv)) continue;
-            how[lv] |= round ? 1 : 2;
-            reads[lv] += 1 << (w == 0 ? wnb : wmb);
-        }
+/* Product o's part of the tally (ce_each_mma): for each async load lv it
+ * reads, round_how[lv] bit 1, an operand cast to tf32 on its way, bit 2, one
+ * that is not; round_reads[lv] += the warps reading each element (A's rows
+ * are read by the warps along N, B's columns by those along M: the plan's
+ * split). */
+static void tally_rounding(Emitter *E, const IrOp *o) {
+    int wmb, wnb;
+    ce_plan_split(E, o, &wmb, &wnb);
+    for (int w = 0; w < 2; w++) {
+        bool round = false;
+        int lv = ce_async_operand_load(E, o->args[w], NULL, &round);
+        if (lv < 0 || !ce_async_is_load(E, lv)) continue;
+        E->round_how[lv] |= round ? 1 : 2;
+        E->round_reads[lv] += 1 << (w == 0 ? wnb : wmb);
     }
 }
 
@@ -1500,12 +1495,12 @@ static void tally_rounding(Emitter *E, const IrBlock *blk, unsigned char *how, i
 void ce_async_plan_rounding(Emitter *E) {
     if (E->opt_tf32_truncate || E->opt_tf32_round_at_read) return;
     int n = E->f->nvalues + 1;
-    unsigned char *how = ARENA_ARRAY(&E->mem, unsigned char, n);
-    int *reads = ARENA_ARRAY(&E->mem, int, n);
-    for (int i = 0; i < n; i++) how[i] = 0, reads[i] = 0;
-    tally_rounding(E, E->f->body, how, reads);
+    E->round_how = ARENA_ARRAY(&E->mem, unsigned char, n);
+    E->round_reads = ARENA_ARRAY(&E->mem, int, n);
+    for (int i = 0; i < n; i++) E->round_how[i] = 0, E->round_reads[i] = 0;
+    ce_each_mma(E, E->f->body, tally_rounding);
     for (int i = 0; i < n; i++)
-        if (how[i] == 1 && reads[i] >= ROUND_IN_SMEM_READS) E->async_round[i] = true;
+        if (E->round_how[i] == 1 && E->round_reads[i] >= ROUND_IN_SMEM_READS) E->async_round[i] = true;
 }
 
 bool ce_async_operand_kmajor(Emitter *E, int id, int which, bool *kmajor) {

@@ -127,6 +127,8 @@ typedef struct Emitter {
     bool *wgmma_reg_a;        /* per mma result on wgmma: A read from registers (fragments), not shared memory */
     bool *wgmma_barred;       /* per mma result: kept off wgmma (its buffer is read by mma.sync too: ce_wgmma_plan) */
     unsigned char *wgmma_tally; /* per async load: read by wgmma from shared memory (1), by mma.sync (2) */
+    unsigned char *round_how; /* per async load: read cast to tf32 (1), not (2) (ce_async_plan_rounding) */
+    int *round_reads;         /* per async load: warps reading each element, over its products (the same) */
     bool *async_mixed;        /* per value of an async operand's chain: also read in registers (emit_cuda_async.c) */
     bool *async_core;         /* per async load: its buffer is in a wgmma layout (else mma.sync's) */
     bool *async_round;        /* ... its f32 elements rounded to tf32 in shared memory once they land (wgmma reads them so) */
