@@ -1782,6 +1782,9 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_mma_noswizzle = ce_env_flag("TILEC_MMA_NOSWIZZLE");
     E.opt_tf32_scalar = ce_env_flag("TILEC_TF32_SCALAR_FRAGMENTS");
     E.opt_tf32_no_transpose = ce_env_flag("TILEC_TF32_NO_TRANSPOSE");
+    E.opt_no_wgmma_transpose = ce_env_flag("TILEC_NO_WGMMA_TRANSPOSE");
+    E.opt_transpose_late = ce_env_flag("TILEC_TRANSPOSE_LATE");
+    E.opt_no_transpose_in_place = ce_env_flag("TILEC_NO_TRANSPOSE_IN_PLACE");
     E.opt_loop_store_barrier = ce_env_flag("TILEC_LOOP_STORE_BARRIER");
     E.opt_no_access_base = ce_env_flag("TILEC_NO_ACCESS_BASE");
     E.opt_no_ldsm_readback = ce_env_flag("TILEC_NO_LDSM_READBACK");

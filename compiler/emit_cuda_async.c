@@ -19,7 +19,9 @@
  * for the fragment reads) and the mma reads its fragments there, with
  * ldmatrix or ldmatrix.trans depending on which way round the operand is
  * stored, or for tf32 element by element (a tf32 B stored [K][N] that eight
- * warps along M read: from a transposed copy, mark_transposed).
+ * warps along M read: from a transposed copy, mark_transposed; one wgmma
+ * reads: from a transposed copy in wgmma's layout, made before the stage's
+ * barrier when TMA filled it, or in place, ce_async_loop_begin).
  *
  * An async load at the top level of a `for` body is *pipelined* when its
  * indices can be recomputed for a later iteration (pure scalar functions of
@@ -390,6 +392,9 @@ void ce_async_analyse(Emitter *E) {
     E->async_tr_ld = ARENA_ARRAY(&E->mem, int, n);
     E->async_tr_off = ARENA_ARRAY(&E->mem, int64_t, n);
     E->async_tr_round = ARENA_ARRAY(&E->mem, bool, n);
+    E->async_tr_wgmma = ARENA_ARRAY(&E->mem, short, n);
+    E->async_tr_ptr = ARENA_ARRAY(&E->mem, const char *, n);
+    E->async_read_direct = ARENA_ARRAY(&E->mem, bool, n);
     E->readback_loop = ARENA_ARRAY(&E->mem, const IrOp *, n);
     E->async_mixed = ARENA_ARRAY(&E->mem, bool, n);
     for (int i = 0; i < n; i++) {
@@ -400,6 +405,9 @@ void ce_async_analyse(Emitter *E) {
         E->async_tr_ld[i] = 0;
         E->async_tr_off[i] = 0;
         E->async_tr_round[i] = false;
+        E->async_tr_wgmma[i] = 0;
+        E->async_tr_ptr[i] = NULL;
+        E->async_read_direct[i] = false;
         E->readback_loop[i] = NULL;
         E->nuses[i] = 0;
         E->async_kind[i] = ASYNC_NONE;
@@ -442,6 +450,41 @@ static int64_t async_alloc(Emitter *E, int lv, int64_t bytes) {
     E->async_top = off + bytes;
     if (E->async_top > E->async_peak) E->async_peak = E->async_top;
     return off;
+}
+
+/* Bytes of one transposed copy for wgmma of load `lv`'s tile (async_tr_wgmma):
+ * N x K floats, whole swizzle patterns, so that copies side by side keep
+ * the alignment the hardware's swizzle is computed from. */
+static int64_t tr_bytes(Emitter *E, int lv) {
+    const Type *t = ce_vtype(E, lv);
+    int row, col;
+    load_axes(E->f->values[lv].def, t, &row, &col);
+    int64_t bytes = (int64_t)tile_rows(t, row) * t->shape[col] * 4;
+    return (bytes + SWIZZLE_ALIGN - 1) / SWIZZLE_ALIGN * SWIZZLE_ALIGN;
+}
+
+/* Room for `copies` transposed copies for wgmma of load `lv`'s tile (none
+ * when wgmma reads it as it lands). */
+static void tr_alloc(Emitter *E, int lv, int copies) {
+    if (!E->async_tr_wgmma[lv]) return;
+    const Type *t = ce_vtype(E, lv);
+    int row, col;
+    load_axes(E->f->values[lv].def, t, &row, &col);
+    E->async_tr_ld[lv] = tile_rows(t, row);   /* K: rows of the copy hold K floats */
+    E->async_tr_off[lv] = async_alloc(E, lv, copies * tr_bytes(E, lv));
+}
+
+/* May load `lv`'s tile, a tf32 B stored [K][N] that wgmma reads transposed
+ * (async_tr_wgmma), be transposed in its own stage buffer
+ * (emit_transpose_in_place)?  When K is 32 (a row of the copy is one
+ * 128-byte swizzle panel), its buffer is swizzled 128 bytes wide too, and no
+ * product reads it where it lands. */
+static bool tr_in_place(Emitter *E, int lv) {
+    const Type *t = ce_vtype(E, lv);
+    int row, col;
+    load_axes(E->f->values[lv].def, t, &row, &col);
+    return E->async_tr_wgmma[lv] == 128 && E->async_core[lv] && E->async_swizzle[lv] == 128 && tile_rows(t, row) == 32 &&
+           !E->async_read_direct[lv] && !E->opt_no_transpose_in_place;
 }
 
 /* ---- the copies ---------------------------------------------------------------------- */
@@ -722,23 +765,36 @@ static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "}");
 }
 
+static void emit_transpose(Emitter *E, const IrOp *ld, const char *src, const char *dst);
+
 /* Load `ld`'s copies into the buffer at byte offset `off` waited for (`why`
  * said beside the wait), rounded where wgmma reads tf32, and made visible
- * to every thread: its tile is read from there. */
+ * to every thread: its tile is read from there (or from its transposed
+ * copy, made then). */
 static void publish(Emitter *E, const IrOp *ld, int64_t off, const char *why) {
+    int lv = ld->result;
     const char *at = ce_fmt_str(E, "%lld", (long long)off);
     ce_out(E, "tile_cp_async_wait_all();%s", why);
-    if (E->async_round[ld->result]) emit_round(E, ld, at);
-    if (E->async_core[ld->result]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
+    if (E->async_round[lv]) emit_round(E, ld, at);
+    if (E->async_core[lv] && !E->async_tr_ld[lv]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
     ce_out(E, "__syncthreads();");
+    if (E->async_tr_ld[lv]) {   /* (a transposed copy for wgmma: tr_alloc) */
+        const char *tr = ce_fmt_str(E, "%lld", (long long)E->async_tr_off[lv]);
+        emit_transpose(E, ld, at, tr);
+        E->async_tr_ptr[lv] = ce_fmt_str(E, "(tile_async + %s)", tr);
+        ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
+        ce_out(E, "__syncthreads();");
+    }
     E->scratch_clean = true;
-    E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %s)", at);
+    E->async_ptr[lv] = ce_fmt_str(E, "(tile_async + %s)", at);
 }
 
 /* A load of the current block that is not pipelined: one buffer, copied,
  * waited for and made visible where the load stands. */
 static void emit_single(Emitter *E, const IrOp *ld) {
     int64_t off = async_alloc(E, ld->result, tile_bytes(E, ld->result));
+    E->async_tr_ld[ld->result] = 0;
+    tr_alloc(E, ld->result, 1);
     ce_out(E, "__syncthreads();   /* the buffer's last readers are done */");
     issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off));
     ce_out(E, "tile_cp_async_commit();");
@@ -1024,12 +1080,17 @@ static bool may_skip_products(const IrBlock *blk, bool inner) {
 }
 
 /* Where the async buffers would end with the pipeline's loads at `stages`
- * stages each, allocated as async_alloc does. */
-static int64_t pipe_top(Emitter *E, int stages) {
+ * stages each and `copies` transposed copies for wgmma of those that take
+ * them (ce_async_loop_begin), allocated as async_alloc does. */
+static int64_t pipe_top(Emitter *E, int stages, int copies) {
     int64_t top = E->async_top;
     for (int j = 0; j < E->pipe.n; j++) {
         int lv = E->pipe.loads[j]->result;
         top = buffer_start(E, lv, top) + stages * tile_bytes(E, lv);
+    }
+    for (int j = 0; j < E->pipe.n; j++) {
+        int lv = E->pipe.loads[j]->result;
+        if (E->async_tr_wgmma[lv] && !tr_in_place(E, lv)) top = buffer_start(E, lv, top) + copies * tr_bytes(E, lv);
     }
     return top;
 }
@@ -1116,34 +1177,93 @@ static void mark_transposed(Emitter *E, const IrOp *o) {
     E->async_tr_off[lv] = async_alloc(E, lv, ((int64_t)N * ld * 4 + 127) / 128 * 128);
 }
 
-/* Load `ld`'s tile (K x N f32, rows `pitch` apart at byte offset `src` of
- * the async area) copied to its transposed buffer, [N][K].  Each thread
- * moves 4 x 4 blocks, four 16-byte loads along N and four 16-byte stores
- * along K; a quarter warp takes 2 k-blocks x 4 n-blocks (at most 4-way bank
- * conflicts on either side at these pitches, where n-blocks alone put 8
- * stores in one bank group). */
-static void emit_transpose(Emitter *E, const IrOp *ld, const char *src) {
+/* Load `ld`'s tile (K x N f32 at byte offset `src` of the async area, in its
+ * buffer's form) copied transposed, [N][K], to byte offset `dst`: into rows
+ * async_tr_ld floats apart (mark_transposed), or into wgmma's K-major layout
+ * swizzled async_tr_wgmma bytes wide.  Each thread moves 4 x 4 blocks, four
+ * 16-byte loads along N and four 16-byte stores along K; a quarter warp
+ * takes 2 k-blocks x 4 n-blocks (at most 4-way bank conflicts on either side
+ * at mark_transposed's pitches, where n-blocks alone put 8 stores in one
+ * bank group), or between swizzled buffers blocks that no two of its
+ * accesses share a bank group. */
+static void emit_transpose(Emitter *E, const IrOp *ld, const char *src, const char *dst) {
     int lv = ld->result, row, col;
     const Type *t = ce_vtype(E, lv);
     load_axes(ld, t, &row, &col);
-    int K = tile_rows(t, row), N = t->shape[col], KB = K / 4, NB = N / 4, pitch = E->async_pitch[lv];
-    int tld = E->async_tr_ld[lv];
+    int K = tile_rows(t, row), N = t->shape[col], KB = K / 4, NB = N / 4;
+    int tld = E->async_tr_ld[lv], tw = E->async_tr_wgmma[lv];
     const char *tf = E->async_tr_round[lv] ? "tile_tf32" : "";
-    ce_out(E, "{   /* copied transposed for the fragment reads, [N][K] */");
+    ce_out(E, "{   /* copied transposed for the products, [N][K]%s */", tw ? ", in wgmma's layout" : "");
     E->indent++;
-    ce_out(E, "const float *S = (const float *)(tile_async + %s);", src);
-    ce_out(E, "float *T = (float *)(tile_async + %lld);", (long long)E->async_tr_off[lv]);
+    ce_out(E, "const unsigned char *S = tile_async + %s;", src);
+    ce_out(E, "unsigned char *T = tile_async + %s;", dst);
     ce_out(E, "for (int e = (int)threadIdx.x; e < %d; e += %d) {", KB * NB, E->threads);
     E->indent++;
-    if (NB % 4 == 0)
+    if (tw == 128 && E->async_swizzle[lv] == 128 && E->async_core[lv] && NB % 4 == 0 && KB % 4 == 0) {
+        /* both sides swizzled 128 bytes wide: a quarter warp's 8 blocks of a
+         * 4 x 4 group, each n-block with an even and an odd k-block, each
+         * k-block with an even and an odd n-block, fall in 8 bank groups
+         * when read and when written */
+        ce_out(E, "const int t = e & 7, nl = t >> 1, g = e >> 4;");
+        ce_out(E, "const int nb = nl + 4 * (g %% %d), kb = (t & 1) + 2 * (((nl ^ (nl >> 1)) & 1) ^ ((e >> 3) & 1)) + 4 * (g / %d);",
+               NB / 4, NB / 4);
+    } else if (NB % 4 == 0)
         ce_out(E, "const int nb = (e & 3) + 4 * ((e >> 3) %% %d), kb = ((e >> 2) & 1) + 2 * ((e >> 3) / %d);", NB / 4, NB / 4);
     else
         ce_out(E, "const int nb = e %% %d, kb = e / %d;", NB, NB);
-    for (int i = 0; i < 4; i++) ce_out(E, "const float4 r%d = *(const float4 *)(S + (4 * kb + %d) * %d + 4 * nb);", i, i, pitch);
+    for (int i = 0; i < 4; i++)
+        ce_out(E, "const float4 r%d = *(const float4 *)(S + %s);", i,
+               copy_dst(E, buf_form(E, lv), E->async_swizzle[lv], ce_fmt_str(E, "(4 * kb + %d)", i), "(4 * nb)", K, N,
+                        E->async_pitch[lv], 4));
     static const char *const part[4] = {"x", "y", "z", "w"};
-    for (int j = 0; j < 4; j++)
-        ce_out(E, "*(float4 *)(T + (4 * nb + %d) * %d + 4 * kb) = make_float4(%s(r0.%s), %s(r1.%s), %s(r2.%s), %s(r3.%s));", j,
-            tld, tf, part[j], tf, part[j], tf, part[j], tf, part[j]);
+    for (int j = 0; j < 4; j++) {
+        const char *r = ce_fmt_str(E, "(4 * nb + %d)", j);
+        const char *at = tw ? ce_swizzle_offset(E, tw, r, "(4 * kb)", N, 4) : ce_fmt_str(E, "(%s * %d + 4 * kb) * 4", r, tld);
+        ce_out(E, "*(float4 *)(T + %s) = make_float4(%s(r0.%s), %s(r1.%s), %s(r2.%s), %s(r3.%s));", at, tf, part[j], tf, part[j],
+               tf, part[j], tf, part[j]);
+    }
+    E->indent--;
+    ce_out(E, "}");
+    E->indent--;
+    ce_out(E, "}");
+}
+
+/* Load `ld`'s tile, 32 x N floats at byte offset `buf` of the async area
+ * swizzled in 128-byte panels of 32 columns, transposed in place into
+ * wgmma's K-major layout, [N][32] swizzled 128 bytes wide (tr_in_place):
+ * panel p of the stored tile (its 32 columns, all 32 rows: the 4 KB at p *
+ * 4096) holds the same bytes as rows 32p .. 32p + 31 of the transposed one,
+ * so each warp takes whole panels, reads one into registers (two 4 x 4
+ * blocks a lane, placed as emit_transpose's between swizzled buffers: no
+ * bank conflicts) and writes it back transposed and rounded after a
+ * __syncwarp.  No barrier and no buffer of its own: the pipeline keeps its
+ * stages (tf32 K x N matmul at 128 x 256 x 32: 4, where three copies of
+ * their own left 2). */
+static void emit_transpose_in_place(Emitter *E, const IrOp *ld, const char *buf) {
+    int lv = ld->result, row, col;
+    const Type *t = ce_vtype(E, lv);
+    load_axes(ld, t, &row, &col);
+    const char *tf = E->async_tr_round[lv] ? "tile_tf32" : "";
+    static const char *const part[4] = {"x", "y", "z", "w"};
+    ce_out(E, "{   /* transposed in place for the products, [N][K], in wgmma's layout: each warp whole panels */");
+    E->indent++;
+    ce_out(E, "for (int p = warp; p < %d; p += %d) {", t->shape[col] / 32, E->threads / 32);
+    E->indent++;
+    ce_out(E, "unsigned char *P = tile_async + %s + p * 4096;", buf);
+    for (int h = 0; h < 2; h++) {
+        ce_out(E, "const int t%d = (lane + %d) & 7, nl%d = t%d >> 1, g%d = (lane + %d) >> 4;", h, 32 * h, h, h, h, 32 * h);
+        ce_out(E, "const int nb%d = nl%d + 4 * (g%d %% 2), kb%d = (t%d & 1) + 2 * (((nl%d ^ (nl%d >> 1)) & 1) ^ (((lane + %d) >> 3) & 1)) + 4 * (g%d / 2);",
+               h, h, h, h, h, h, h, 32 * h, h);
+        for (int i = 0; i < 4; i++)
+            ce_out(E, "const float4 r%d%d = *(const float4 *)(P + %s);", h, i,
+                   ce_swizzle_offset(E, 128, ce_fmt_str(E, "(4 * kb%d + %d)", h, i), ce_fmt_str(E, "(4 * nb%d)", h), 32, 4));
+    }
+    ce_out(E, "__syncwarp();   /* the panel read whole before any of it is written */");
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 4; j++)
+            ce_out(E, "*(float4 *)(P + %s) = make_float4(%s(r%d0.%s), %s(r%d1.%s), %s(r%d2.%s), %s(r%d3.%s));",
+                   ce_swizzle_offset(E, 128, ce_fmt_str(E, "(4 * nb%d + %d)", h, j), ce_fmt_str(E, "(4 * kb%d)", h), 32, 4), tf, h,
+                   part[j], tf, h, part[j], tf, h, part[j], tf, h, part[j]);
     E->indent--;
     ce_out(E, "}");
     E->indent--;
@@ -1242,8 +1362,16 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     if (wg && !hinted && stages < WGMMA_MIN_STAGES) stages = WGMMA_MIN_STAGES;
     if (stages > ASYNC_MAX_STAGES) stages = ASYNC_MAX_STAGES;
     if (outer) stages = 2;   /* one iteration ahead is enough (above) */
-    while (stages > 2 && pipe_top(E, stages) > budget) stages--;
-    if (!E->pipe.n || pipe_top(E, stages) > budget) {
+    /* (transposed copies for wgmma made before the barrier take a third
+     * copy and delay the next copies' issue, below: not where that costs a
+     * stage, nor where those copies run less than two iterations ahead) */
+    bool inflight_ok = wg && !E->opt_wgmma_wait0 && wgmma_operands_piped(E, loop) && !may_skip_products(loop->body, false);
+    int late_stages = stages;
+    while (stages > 2 && pipe_top(E, stages, 3) > budget) stages--;
+    while (late_stages > 2 && pipe_top(E, late_stages, 2) > budget) late_stages--;
+    bool tr_late = late_stages > stages || (inflight_ok && stages >= 3 ? stages - 2 : stages - 1) < 2;
+    if (tr_late) stages = late_stages;
+    if (!E->pipe.n || pipe_top(E, stages, tr_late ? 2 : 3) > budget) {
         E->pipe.n = 0;
         return false;
     }
@@ -1256,9 +1384,39 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     E->pipe.loop = loop;
     E->pipe.stages = stages;
     plan_tma(E, loop);
-    E->pipe.wgmma_inflight = wg && stages >= 3 && !E->opt_wgmma_wait0 && wgmma_operands_piped(E, loop) &&
-                             !may_skip_products(loop->body, false);
+    E->pipe.wgmma_inflight = inflight_ok && stages >= 3;
     E->pipe.lookahead = E->pipe.wgmma_inflight ? stages - 2 : stages - 1;
+    /* Transposed copies for wgmma: made right after the stage's copies are
+     * waited for, before its barrier, when TMA made them all (every thread
+     * has waited for all of the stage then); else after the barrier, since a
+     * thread's cp.async wait covers its own copies alone.  One copy a stage
+     * of products reads, and one more for each iteration a batch of them may
+     * still run while a thread writes the next: when the batch stays in
+     * flight into the next iteration (wgmma_inflight), and when copies are
+     * made before the barrier (another warp group may not have passed the
+     * last one yet).  Not where that third copy would cost the pipeline a
+     * stage, nor where copies run less than two iterations ahead: made
+     * before the barrier, the copies delay the next iteration's copies,
+     * issued after it (tr_late).  Measured on the H200 (tf32 K x N matmul,
+     * 8192^3): 128 x 128 x 32 tiles, 4 stages, 7.19 ms after the barrier,
+     * 6.43 before it; 128 x 128 x 64, 2 stages, 6.59 after, 8.27 before. */
+    bool tr_tma = true, tr_any = false;
+    for (int j = 0; j < E->pipe.n; j++)
+        if (E->async_tr_wgmma[E->pipe.loads[j]->result]) tr_any = true, tr_tma &= E->pipe.tma[j];
+    E->pipe.tr_early = tr_any && tr_tma && !tr_late && !E->opt_transpose_late;
+    E->pipe.tr_copies = 1 + E->pipe.wgmma_inflight + E->pipe.tr_early;
+    for (int j = 0; j < E->pipe.n; j++) {
+        int lv = E->pipe.loads[j]->result;
+        E->pipe.tr_inplace[j] = E->async_tr_wgmma[lv] && tr_in_place(E, lv);
+        if (!E->pipe.tr_inplace[j]) {
+            tr_alloc(E, lv, E->pipe.tr_copies);
+        } else {
+            const Type *t = ce_vtype(E, lv);
+            int row, col;
+            load_axes(E->pipe.loads[j], t, &row, &col);
+            E->async_tr_ld[lv] = tile_rows(t, row);
+        }
+    }
     for (int j = 0; j < E->pipe.n; j++) ce_mem_access(E, E->pipe.loads[j]->array, IR_MEM_READ);
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
     if (E->pipe.wgmma_inflight) ce_out(E, "/* ... %d of them: a buffer is refilled an iteration after its wgmma's wait */", E->pipe.lookahead);
@@ -1282,6 +1440,29 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     return true;
 }
 
+/* This iteration's transposed copies (mark_transposed's, and wgmma's:
+ * `early`, those made before the stage's barrier, else the others), into
+ * the copy this iteration reads (tr_alloc); *made: some were; true when
+ * wgmma reads some. */
+static bool emit_transposes(Emitter *E, const char *i, bool early, bool *made) {
+    bool for_wgmma = false;
+    for (int j = 0; j < E->pipe.n; j++) {
+        int lv = E->pipe.loads[j]->result;
+        bool wg = E->async_tr_wgmma[lv] != 0;
+        if (!E->async_tr_ld[lv] || early != (wg && E->pipe.tr_early)) continue;
+        const char *src = stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, E->pipe.stages));
+        const char *tr = ce_fmt_str(E, "%lld", (long long)E->async_tr_off[lv]);
+        if (wg && E->pipe.tr_copies > 1)
+            tr = ce_fmt_str(E, "%s + (%s_it %% %d) * %lld", tr, i, E->pipe.tr_copies, (long long)tr_bytes(E, lv));
+        if (E->pipe.tr_inplace[j]) emit_transpose_in_place(E, E->pipe.loads[j], tr = src);
+        else emit_transpose(E, E->pipe.loads[j], src, tr);
+        E->async_tr_ptr[lv] = ce_fmt_str(E, "(tile_async + %s)", tr);
+        *made = true;
+        for_wgmma |= wg;
+    }
+    return for_wgmma;
+}
+
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     int S = E->pipe.stages, L = E->pipe.lookahead;
     bool cp_async = false;
@@ -1301,6 +1482,8 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
         if (E->async_round[lv])
             emit_round(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
     }
+    bool early = false;
+    if (E->pipe.tr_early) fence |= emit_transposes(E, i, true, &early);
     if (fence) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma and TMA */");
     if (E->pipe.wgmma_inflight)
         ce_out(E, "__syncthreads();             /* ... for every thread; the buffer of two iterations ago is free */");
@@ -1309,11 +1492,7 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     E->scratch_clean = true;
     issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, L, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, L, S));
     bool transposed = false;
-    for (int j = 0; j < E->pipe.n; j++)
-        if (E->async_tr_ld[E->pipe.loads[j]->result]) {
-            emit_transpose(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
-            transposed = true;
-        }
+    if (emit_transposes(E, i, false, &transposed)) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma */");
     if (transposed) ce_out(E, "__syncthreads();             /* ... the transposed copies too */");
     E->pipe.stage = ce_fmt_str(E, "%s_st%d", i, S);
     ce_out(E, "const int %s = %s_it %% %d;", E->pipe.stage, i, S);
@@ -1401,6 +1580,8 @@ void ce_async_prefetch_begin(Emitter *E, const IrOp *loop, const char *i, const 
         int j = E->pipe.pf_n++;
         E->pipe.pf_loads[j] = ld;
         E->pipe.pf_off[j] = async_alloc(E, ld->result, tile_bytes(E, ld->result));
+        E->async_tr_ld[ld->result] = 0;
+        tr_alloc(E, ld->result, 1);
         ce_mem_access(E, ld->array, IR_MEM_READ);
     }
     if (!E->pipe.pf_n) return;
@@ -1464,6 +1645,7 @@ int ce_async_operand_load(Emitter *E, int id, int *col_dim, bool *round) {
  * split). */
 static void tally_rounding(Emitter *E, const IrOp *o) {
     int wmb, wnb;
+    if (E->wgmma_split && E->wgmma_split[o->result] >= 0) return;   /* (ce_wgmma_plan rounds what wgmma reads) */
     ce_plan_split(E, o, &wmb, &wnb);
     for (int w = 0; w < 2; w++) {
         bool round = false;
@@ -1522,9 +1704,9 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     DType dt = ce_vdt(E, lv);
     int row, col;
     load_axes(ops[0], ce_vtype(E, lv), &row, &col);
-    if (which == 1 && col_dim == 1 && E->async_tr_ld[lv]) {   /* its transposed copy (mark_transposed) */
-        *out = (SmemOperand){.base = ce_fmt_str(E, "((const float *)(tile_async + %lld))", (long long)E->async_tr_off[lv]),
-                             .ld = E->async_tr_ld[lv], .kmajor = true, .rows = ce_vtype(E, lv)->shape[col]};
+    if (which == 1 && col_dim == 1 && E->async_tr_ld[lv]) {   /* its transposed copy (mark_transposed, tr_alloc) */
+        *out = (SmemOperand){.base = ce_fmt_str(E, "((const float *)%s)", E->async_tr_ptr[lv]), .ld = E->async_tr_ld[lv],
+                             .kmajor = true, .swizzle = E->async_tr_wgmma[lv], .rows = ce_vtype(E, lv)->shape[col]};
         return true;
     }
     out->base = ce_fmt_str(E, "((const %s *)%s)", ce_ctype(dt), E->async_ptr[lv]);

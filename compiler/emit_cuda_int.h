@@ -53,6 +53,14 @@ typedef struct Pipe {
     int64_t bar_off;
     int tma_bytes;
     int tma_map[ASYNC_MAX_PIPE];          /* load j's tensor map (CudaKernelCode.tmaps) */
+    /* wgmma's transposed copies (async_tr_wgmma) made before the barrier
+     * that publishes the stage, not after it (all of them by TMA), and how
+     * many copies of each alternate (tr_alloc) */
+    bool tr_early;
+    int tr_copies;
+    /* ... or load j's transposed in its own stage buffer, each warp a
+     * swizzle panel (emit_transpose_in_place) */
+    bool tr_inplace[ASYNC_MAX_PIPE];
     /* A loop with no pipeline (one holding a loop) may prefetch: single async
      * loads of its body copied one iteration ahead into their own buffer
      * (ce_async_prefetch_begin) */
@@ -111,6 +119,11 @@ typedef struct Emitter {
     bool opt_packed_cvt;      /* TILEC_PACKED_CVT: f32 -> bf16 / f16 casts two registers per instruction */
     bool opt_tf32_scalar;     /* TILEC_TF32_SCALAR_FRAGMENTS: tf32 fragments read a float at a time, not by ldmatrix */
     bool opt_tf32_no_transpose; /* TILEC_TF32_NO_TRANSPOSE: a tf32 B stored [K][N] read where it landed (for measurements) */
+    bool opt_no_wgmma_transpose; /* TILEC_NO_WGMMA_TRANSPOSE: ... kept on mma.sync, not copied transposed for wgmma
+                                  * (for measurements) */
+    bool opt_transpose_late;  /* TILEC_TRANSPOSE_LATE: ... copied after the stage's barrier even by TMA (for measurements) */
+    bool opt_no_transpose_in_place; /* TILEC_NO_TRANSPOSE_IN_PLACE: ... into copies of their own, never in their
+                                     * stage buffer (for measurements) */
     bool opt_loop_store_barrier; /* TILEC_LOOP_STORE_BARRIER: a loop's stores of disjoint tiles wait at a barrier too (for measurements) */
     bool opt_outer_pipe;      /* TILEC_OUTER_PIPE: pipeline loops that hold loops too */
     long long readback_max_bytes;   /* largest register-read tile on a pipeline; -1: the default */
@@ -136,6 +149,10 @@ typedef struct Emitter {
                                * pitch (0: read where it lands; ce_async_loop_begin) */
     int64_t *async_tr_off;    /* ... and the copy's offset in the async area */
     bool *async_tr_round;     /* ... rounded to tf32 on the way */
+    short *async_tr_wgmma;    /* ... a tf32 B stored [K][N] that wgmma reads: copied transposed, [N][K], into
+                               * wgmma's layout swizzled this many bytes wide (ce_wgmma_plan); 0: not so */
+    const char **async_tr_ptr; /* ... C expression of the transposed copy this iteration reads */
+    bool *async_read_direct;  /* ... a wgmma product reads it where it lands, not transposed (ce_wgmma_plan) */
     short *async_swizzle;     /* ... rows of 32, 64 or 128 bytes, their 16-byte pieces permuted (the
                                * swizzle of that width; mma.sync's 16-bit operands take it too);
                                * 0: core matrices (wgmma) or padded rows (mma.sync) */

@@ -5,8 +5,10 @@
  * An mma goes to wgmma when (the plan, ce_wgmma_plan) its operands are f16,
  * bf16 or tf32 (one dtype), its result f32 or f16, all three 2-D, K a
  * multiple of the instruction's (16; 8 for tf32), tf32 operands in shared
- * memory K-major (the only orientation wgmma reads 32-bit operands in), the
- * block has 4 warps or a multiple (whole warp groups), and either
+ * memory K-major (the only orientation wgmma reads 32-bit operands in; a
+ * tf32 B stored [K][N] is read from a copy of it transposed once it lands,
+ * transposed_width), the block has 4 warps or a multiple (whole warp
+ * groups), and either
  *   - both operands come through cp.async (emit_cuda_async.c): wgmma reads
  *     them from shared memory itself, so registers hold only the
  *     accumulator; M % 64 == 0, the warp groups split the M x N tile into
@@ -87,13 +89,26 @@ static bool choose_split(Emitter *E, int M, int N, int *wgm, int *wgn) {
 /* The cp.async load operand `which` (0: A, 1: B) of `o` is read from
  * (through views), or -1.  A tf32 operand must be K-major: wgmma reads
  * 32-bit operands from shared memory in no other orientation. */
-static int operand_load(Emitter *E, const IrOp *o, int which) {
+static int operand_load(Emitter *E, const IrOp *o, int which, bool transposed_ok) {
     int cd, lv = ce_async_operand_load(E, o->args[which], &cd, NULL);
     bool kmajor = false;
     if (lv < 0 || !ce_async_is_load(E, lv)) return -1;
     ce_async_operand_kmajor(E, o->args[which], which, &kmajor);
-    return ce_vdt(E, o->args[which]) == DT_TF32 && !kmajor ? -1 : lv;
+    if (ce_vdt(E, o->args[which]) != DT_TF32 || kmajor) return lv;
+    return which == 1 && transposed_ok && !E->opt_tf32_no_transpose && !E->opt_no_wgmma_transpose ? lv : -1;
 }
+
+/* A tf32 B stored [K][N] (N-major) of a product whose A lies in shared memory
+ * too is copied transposed, [N][K] and rounded, once it lands
+ * (emit_cuda_async.c's emit_transpose), into wgmma's K-major layout swizzled
+ * this many bytes wide: the widest its rows of K floats split into (K % 8 ==
+ * 0: 32 bytes at least).  Its own buffer takes a swizzled N-major form,
+ * which TMA can fill, read by the copy alone (or transposed in place,
+ * tr_in_place).  The tf32 K x N matmul at 8192^3: 157 -> 219 TFLOP/s (H200,
+ * docs/performance.md).  Not with A from registers: Mamba-2's tf32
+ * compute_out (8 warps on 128 rows, x_k's copy transposed for mma.sync by
+ * mark_transposed) took 1.643 ms on mma.sync, 1.657 on wgmma that way. */
+static int transposed_width(int K) { return K * 4 % 128 == 0 ? 128 : K * 4 % 64 == 0 ? 64 : 32; }
 
 /* A product whose A the plan reads from registers (emit_cuda_plan.c) with
  * every warp on 16 rows of M: wgmma takes A from registers too, in the same
@@ -121,7 +136,7 @@ bool ce_wgmma_may_read_a_registers(Emitter *E, const IrOp *o) {
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
     if (M != 16 << E->warpbits || K % ce_mma_kstep(at->dtype)) return false;
     if (N % 8 || N > 256 || N / 2 > WGMMA_MAX_ACC_REGS) return false;
-    return operand_load(E, o, 1) >= 0;
+    return operand_load(E, o, 1, false) >= 0;
 }
 
 bool ce_wgmma_stages_b(Emitter *E, const IrOp *o) {
@@ -160,7 +175,8 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
     if (M % 64 || K % ce_mma_kstep(at->dtype) || !choose_split(E, M, N, &wgm, &wgn)) return false;
     bool staged = ce_wgmma_stages_b(E, o);
-    if (operand_load(E, o, 0) < 0 || (staged ? !ce_is_half(bt->dtype) || E->opt_wgmma_nostage : operand_load(E, o, 1) < 0))
+    if (operand_load(E, o, 0, false) < 0 ||
+        (staged ? !ce_is_half(bt->dtype) || E->opt_wgmma_nostage : operand_load(E, o, 1, true) < 0))
         return false;
     if (!(E->mma_alone && E->mma_alone[o->result]) && !layout_as_planned(E, o, wgm, wgn)) return false;
     E->wgmma_split[o->result] = (signed char)(wgm | wgn << 4);
@@ -203,7 +219,13 @@ static void plan_operands(Emitter *E, const IrOp *o) {
         int width = E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd);
         if (E->async_core[lv] && E->async_swizzle[lv] < width) width = E->async_swizzle[lv];
         E->async_core[lv] = true;
-        E->async_round[lv] = round && !E->opt_tf32_truncate;
+        if (w == 1 && cd == 1 && ce_vdt(E, o->args[1]) == DT_TF32) {   /* read from its transposed copy */
+            E->async_tr_wgmma[lv] = (short)transposed_width(ce_vtype(E, o->args[1])->shape[0]);
+            E->async_tr_round[lv] = round && !E->opt_tf32_truncate;
+        } else {
+            E->async_round[lv] = round && !E->opt_tf32_truncate;
+            E->async_read_direct[lv] = true;
+        }
         E->async_swizzle[lv] = (short)width;
         /* elements per stored row: wgmma's layouts have no padding */
         E->async_pitch[lv] = ce_vtype(E, o->args[w])->shape[cd];
@@ -261,6 +283,7 @@ void ce_wgmma_plan(Emitter *E) {
     int *pitch = ARENA_ARRAY(&E->mem, int, n);
     for (int i = 0; i < n; i++)
         core[i] = E->async_core[i], round[i] = E->async_round[i], swizzle[i] = E->async_swizzle[i], pitch[i] = E->async_pitch[i];
+    for (int i = 0; i < n; i++) E->async_tr_wgmma[i] = 0, E->async_read_direct[i] = false;
     for (int pass = 0; pass < n; pass++) {
         ce_each_mma(E, E->f->body, plan_operands);
         for (int i = 0; i < n; i++) E->wgmma_tally[i] = 0;
@@ -274,6 +297,7 @@ void ce_wgmma_plan(Emitter *E) {
             E->wgmma_split[i] = -1, E->wgmma_reg_a[i] = false;
             E->async_core[i] = core[i], E->async_round[i] = round[i], E->async_swizzle[i] = swizzle[i];
             E->async_pitch[i] = pitch[i];
+            E->async_tr_wgmma[i] = 0, E->async_tr_round[i] = false, E->async_read_direct[i] = false;
         }
     }
     /* (shared memory aligned for the hardware's swizzle: mma.sync's swizzled
