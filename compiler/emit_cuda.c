@@ -1704,6 +1704,7 @@ static void emitter_reset(Emitter *E) {
     E->scratch_clean = true;
     E->wg_npending = 0;
     E->ntmaps = 0;
+    E->tr_unpiped = false;   /* (the last pass's loops are the kernel's) */
     if (E->mem_state) memset(E->mem_state, 0, (size_t)E->f->nparams);
     /* Which loads a pipeline reads back is each pass's own plan: a stale entry
      * once let a load read a buffer the pass never made. */
@@ -1741,7 +1742,19 @@ static int kernel_smem(const Emitter *E) {
     return E->async_peak ? scratch_bytes(E) + (int)E->async_peak : E->smem_bytes;
 }
 
+/* cuda_emit's work; returns 1 (nothing made) when a tf32 B that a wgmma
+ * product reads through a transposed copy lies in a loop that got no
+ * pipeline (its buffers over the budget): the copy needs one, so the
+ * kernel is emitted again with such products on mma.sync (mma_sync_tf32_kn),
+ * whose buffers are smaller. */
+static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn);
+
 int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d) {
+    int rc = emit_kernel(f, opt, res, d, false);
+    return rc == 1 ? emit_kernel(f, opt, res, d, true) : rc;
+}
+
+static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn) {
     memset(res, 0, sizeof *res);
     Emitter E;
     memset(&E, 0, sizeof E);
@@ -1782,7 +1795,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     E.opt_mma_noswizzle = ce_env_flag("TILEC_MMA_NOSWIZZLE");
     E.opt_tf32_scalar = ce_env_flag("TILEC_TF32_SCALAR_FRAGMENTS");
     E.opt_tf32_no_transpose = ce_env_flag("TILEC_TF32_NO_TRANSPOSE");
-    E.opt_no_wgmma_transpose = ce_env_flag("TILEC_NO_WGMMA_TRANSPOSE");
+    E.opt_no_wgmma_transpose = mma_sync_tf32_kn || ce_env_flag("TILEC_NO_WGMMA_TRANSPOSE");
     E.opt_transpose_late = ce_env_flag("TILEC_TRANSPOSE_LATE");
     E.opt_no_transpose_in_place = ce_env_flag("TILEC_NO_TRANSPOSE_IN_PLACE");
     E.opt_loop_store_barrier = ce_env_flag("TILEC_LOOP_STORE_BARRIER");
@@ -1819,10 +1832,11 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     ce_wgmma_plan(&E);
     ce_async_plan_rounding(&E);
     emit_passes(&E);
-    if (E.errors) {
+    if (E.errors || (E.tr_unpiped && !E.opt_no_wgmma_transpose)) {
+        bool again = !E.errors;
         free(E.body.p);
         arena_free(&E.mem);
-        return -1;
+        return again ? 1 : -1;
     }
     Buf o = {0}, name = {0};
     ce_buf_printf(&name, "tk_");

@@ -440,7 +440,8 @@ static int64_t tile_bytes(Emitter *E, int lv) {
  * address, the swizzle's (tile_async itself is aligned so, emit_cuda.c);
  * mma.sync's is computed from the row, not the address. */
 static int64_t buffer_start(const Emitter *E, int lv, int64_t top) {
-    int64_t align = E->async_swizzle[lv] && E->async_core[lv] ? SWIZZLE_ALIGN : 128;
+    /* (a transposed copy for wgmma is swizzled whatever its load's buffer is) */
+    int64_t align = (E->async_swizzle[lv] && E->async_core[lv]) || E->async_tr_wgmma[lv] ? SWIZZLE_ALIGN : 128;
     return (top + align - 1) / align * align;
 }
 
@@ -463,8 +464,8 @@ static int64_t tr_bytes(Emitter *E, int lv) {
     return (bytes + SWIZZLE_ALIGN - 1) / SWIZZLE_ALIGN * SWIZZLE_ALIGN;
 }
 
-/* Room for `copies` transposed copies for wgmma of load `lv`'s tile (none
- * when wgmma reads it as it lands). */
+/* Room for `copies` transposed copies for wgmma of load `lv`'s tile, a
+ * pipelined one (none when wgmma reads it as it lands). */
 static void tr_alloc(Emitter *E, int lv, int copies) {
     if (!E->async_tr_wgmma[lv]) return;
     const Type *t = ce_vtype(E, lv);
@@ -765,36 +766,26 @@ static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
     ce_out(E, "}");
 }
 
-static void emit_transpose(Emitter *E, const IrOp *ld, const char *src, const char *dst);
-
 /* Load `ld`'s copies into the buffer at byte offset `off` waited for (`why`
  * said beside the wait), rounded where wgmma reads tf32, and made visible
- * to every thread: its tile is read from there (or from its transposed
- * copy, made then). */
+ * to every thread: its tile is read from there. */
 static void publish(Emitter *E, const IrOp *ld, int64_t off, const char *why) {
-    int lv = ld->result;
     const char *at = ce_fmt_str(E, "%lld", (long long)off);
     ce_out(E, "tile_cp_async_wait_all();%s", why);
-    if (E->async_round[lv]) emit_round(E, ld, at);
-    if (E->async_core[lv] && !E->async_tr_ld[lv]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
+    if (E->async_round[ld->result]) emit_round(E, ld, at);
+    if (E->async_core[ld->result]) ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
     ce_out(E, "__syncthreads();");
-    if (E->async_tr_ld[lv]) {   /* (a transposed copy for wgmma: tr_alloc) */
-        const char *tr = ce_fmt_str(E, "%lld", (long long)E->async_tr_off[lv]);
-        emit_transpose(E, ld, at, tr);
-        E->async_tr_ptr[lv] = ce_fmt_str(E, "(tile_async + %s)", tr);
-        ce_out(E, "tile_fence_proxy_async();   /* wgmma reads it */");
-        ce_out(E, "__syncthreads();");
-    }
     E->scratch_clean = true;
-    E->async_ptr[lv] = ce_fmt_str(E, "(tile_async + %s)", at);
+    E->async_ptr[ld->result] = ce_fmt_str(E, "(tile_async + %s)", at);
+    /* (a tf32 B that wgmma reads transposed is copied so in a pipeline only:
+     * cuda_emit emits the kernel again with such products on mma.sync) */
+    if (E->async_tr_wgmma[ld->result]) E->tr_unpiped = true;
 }
 
 /* A load of the current block that is not pipelined: one buffer, copied,
  * waited for and made visible where the load stands. */
 static void emit_single(Emitter *E, const IrOp *ld) {
     int64_t off = async_alloc(E, ld->result, tile_bytes(E, ld->result));
-    E->async_tr_ld[ld->result] = 0;
-    tr_alloc(E, ld->result, 1);
     ce_out(E, "__syncthreads();   /* the buffer's last readers are done */");
     issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off));
     ce_out(E, "tile_cp_async_commit();");
@@ -1088,9 +1079,12 @@ static int64_t pipe_top(Emitter *E, int stages, int copies) {
         int lv = E->pipe.loads[j]->result;
         top = buffer_start(E, lv, top) + stages * tile_bytes(E, lv);
     }
+    bool barriers = false;   /* (TMA's mbarriers, plan_tma, if any, lie before the copies) */
     for (int j = 0; j < E->pipe.n; j++) {
         int lv = E->pipe.loads[j]->result;
-        if (E->async_tr_wgmma[lv] && !tr_in_place(E, lv)) top = buffer_start(E, lv, top) + copies * tr_bytes(E, lv);
+        if (!E->async_tr_wgmma[lv] || tr_in_place(E, lv)) continue;
+        if (!barriers) top += 8 * stages, barriers = true;
+        top = buffer_start(E, lv, top) + copies * tr_bytes(E, lv);
     }
     return top;
 }
@@ -1401,8 +1395,11 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
      * 8192^3): 128 x 128 x 32 tiles, 4 stages, 7.19 ms after the barrier,
      * 6.43 before it; 128 x 128 x 64, 2 stages, 6.59 after, 8.27 before. */
     bool tr_tma = true, tr_any = false;
-    for (int j = 0; j < E->pipe.n; j++)
-        if (E->async_tr_wgmma[E->pipe.loads[j]->result]) tr_any = true, tr_tma &= E->pipe.tma[j];
+    for (int j = 0; j < E->pipe.n; j++) {   /* (one rounded in place too, by each thread its share, waits for
+                                                 * the barrier: the copy reads every thread's share) */
+        int lv = E->pipe.loads[j]->result;
+        if (E->async_tr_wgmma[lv]) tr_any = true, tr_tma &= E->pipe.tma[j] && !E->async_round[lv];
+    }
     E->pipe.tr_early = tr_any && tr_tma && !tr_late && !E->opt_transpose_late;
     E->pipe.tr_copies = 1 + E->pipe.wgmma_inflight + E->pipe.tr_early;
     for (int j = 0; j < E->pipe.n; j++) {
@@ -1580,8 +1577,6 @@ void ce_async_prefetch_begin(Emitter *E, const IrOp *loop, const char *i, const 
         int j = E->pipe.pf_n++;
         E->pipe.pf_loads[j] = ld;
         E->pipe.pf_off[j] = async_alloc(E, ld->result, tile_bytes(E, ld->result));
-        E->async_tr_ld[ld->result] = 0;
-        tr_alloc(E, ld->result, 1);
         ce_mem_access(E, ld->array, IR_MEM_READ);
     }
     if (!E->pipe.pf_n) return;
