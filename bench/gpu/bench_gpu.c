@@ -1,8 +1,9 @@
 /* bench_gpu.c: GPU benchmarks of kernels written in the tile language.
  *   - matmul (examples/matmul.tile) in bf16 and tf32 at 4096^3 and 8192^3
  *     against cuBLAS (cublasGemmEx), B stored K x N; and tf32 with B stored
- *     N x K ("nt", a linear layer's weight; wgmma's only tf32 orientation),
- *     against cuBLAS on the same layout;
+ *     N x K ("nt", a linear layer's weight; the orientation wgmma reads tf32
+ *     in, where K x N takes a transposed copy), against cuBLAS on the same
+ *     layout;
  *   - row softmax and layernorm (examples/) against the bandwidth of a
  *     device-to-device copy, on inputs larger than the L2 cache;
  *   - JIT time per kernel: cold (empty cache) and on a disk-cache hit.
