@@ -1742,11 +1742,11 @@ static int kernel_smem(const Emitter *E) {
     return E->async_peak ? scratch_bytes(E) + (int)E->async_peak : E->smem_bytes;
 }
 
-/* cuda_emit's work; returns 1 (nothing made) when a tf32 B that a wgmma
- * product reads through a transposed copy lies in a loop that got no
- * pipeline (its buffers over the budget): the copy needs one, so the
- * kernel is emitted again with such products on mma.sync (mma_sync_tf32_kn),
- * whose buffers are smaller. */
+/* cuda_emit's work; returns 1 (nothing made) when the load of a tf32 B that a
+ * wgmma product reads through a transposed copy was not pipelined (its
+ * loop's buffers over the budget, no loop, a loop holding a loop): the copy
+ * needs a pipeline, so the kernel is emitted again with all such products
+ * on mma.sync (mma_sync_tf32_kn), whose buffers are smaller. */
 static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn);
 
 int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d) {

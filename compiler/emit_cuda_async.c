@@ -1497,7 +1497,8 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
 
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
     /* the transposed copies' buffers end with the loop (a later pass may not
-     * pipeline it, and then its loads are read where they land) */
+     * pipeline it: mark_transposed's loads are then read where they land,
+     * wgmma's send the kernel to be emitted again, publish) */
     for (int j = 0; j < E->pipe.n; j++) E->async_tr_ld[E->pipe.loads[j]->result] = 0;
     if (pipelined && E->pipe.wgmma_inflight) {
         ce_out(E, "tile_wgmma_wait0();   /* the last batch of products */");

@@ -153,11 +153,12 @@ typedef struct Emitter {
                                * wgmma's layout swizzled this many bytes wide (ce_wgmma_plan); 0: not so */
     const char **async_tr_ptr; /* ... C expression of the transposed copy this iteration reads */
     bool *async_read_direct;  /* ... a wgmma product reads it where it lands, not transposed (ce_wgmma_plan) */
-    bool tr_unpiped;          /* such a transposed B's load is not pipelined: emit again without them (cuda_emit) */
     short *async_swizzle;     /* ... rows of 32, 64 or 128 bytes, their 16-byte pieces permuted (the
                                * swizzle of that width; mma.sync's 16-bit operands take it too);
                                * 0: core matrices (wgmma) or padded rows (mma.sync) */
     bool swizzled;            /* some buffer is swizzled: shared memory aligned to SWIZZLE_ALIGN */
+    bool tr_unpiped;          /* a load of a tf32 B that wgmma reads transposed (async_tr_wgmma) was not
+                               * pipelined in the last pass: emit again with no such products (cuda_emit) */
     bool opt_wgmma;           /* CudaEmitOptions.target_sm90a */
     bool opt_wgmma_wait0;     /* TILEC_WGMMA_WAIT0: no wgmma left in flight across iterations */
     bool opt_wgmma_noswizzle; /* TILEC_WGMMA_NOSWIZZLE: core matrices only (for measurements) */

@@ -186,7 +186,8 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind
     Gemm g = {h, n, kind, a, b, ref};
     run_cublas(&g);
     /* warp tiles 32x64 (8 warps on 128x128) up to 64x64 (4 warps on 128x128, 8 on 128x256);
-     * on an sm_90 device the bf16 and tf32nt ones run on wgmma (TILEC_WGMMA=0: mma.sync) */
+     * on an sm_90 device they run on wgmma where their loop is pipelined, tf32 with B
+     * copied transposed each iteration (TILEC_WGMMA=0: mma.sync) */
     static const int cfgs[][4] = {{128, 128, 32, 8}, {128, 128, 32, 4}, {128, 256, 32, 8}, {128, 64, 32, 4},
                                   {64, 128, 32, 4},  {64, 64, 32, 4},   {128, 128, 64, 8}, {128, 128, 64, 4},
                                   {128, 256, 64, 8}, {256, 128, 64, 8}, {64, 256, 64, 4}};
