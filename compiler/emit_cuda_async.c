@@ -1451,8 +1451,12 @@ static bool emit_transposes(Emitter *E, const char *i, bool early, bool *made) {
         const char *tr = ce_fmt_str(E, "%lld", (long long)E->async_tr_off[lv]);
         if (wg && E->pipe.tr_copies > 1)
             tr = ce_fmt_str(E, "%s + (%s_it %% %d) * %lld", tr, i, E->pipe.tr_copies, (long long)tr_bytes(E, lv));
-        if (E->pipe.tr_inplace[j]) emit_transpose_in_place(E, E->pipe.loads[j], tr = src);
-        else emit_transpose(E, E->pipe.loads[j], src, tr);
+        if (E->pipe.tr_inplace[j]) {
+            tr = src;   /* (in its own stage buffer) */
+            emit_transpose_in_place(E, E->pipe.loads[j], tr);
+        } else {
+            emit_transpose(E, E->pipe.loads[j], src, tr);
+        }
         E->async_tr_ptr[lv] = ce_fmt_str(E, "(tile_async + %s)", tr);
         *made = true;
         for_wgmma |= wg;
@@ -1479,8 +1483,8 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
         if (E->async_round[lv])
             emit_round(E, E->pipe.loads[j], stage_offset(E, j, ce_fmt_str(E, "%s_it %% %d", i, S)));
     }
-    bool early = false;
-    if (E->pipe.tr_early) fence |= emit_transposes(E, i, true, &early);
+    bool made_early = false;
+    if (E->pipe.tr_early) fence |= emit_transposes(E, i, true, &made_early);
     if (fence) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma and TMA */");
     if (E->pipe.wgmma_inflight)
         ce_out(E, "__syncthreads();             /* ... for every thread; the buffer of two iterations ago is free */");
