@@ -427,12 +427,19 @@ bool ce_async_is_load(Emitter *E, int v) { return v >= 0 && E->async_kind && E->
 
 /* ---- shared memory ----------------------------------------------------------------- */
 
-static int64_t tile_bytes(Emitter *E, int lv) {
-    const IrOp *ld = E->f->values[lv].def;
+/* The rows of async load `lv`'s tile, and its columns (the contiguous axis). */
+static void tile_extent(Emitter *E, int lv, int *rows, int *cols) {
     const Type *t = ce_vtype(E, lv);
     int row, col;
-    load_axes(ld, t, &row, &col);
-    return ((int64_t)tile_rows(t, row) * E->async_pitch[lv] * ce_regsize(t->dtype) + 127) / 128 * 128;
+    load_axes(E->f->values[lv].def, t, &row, &col);
+    *rows = tile_rows(t, row);
+    *cols = t->shape[col];
+}
+
+static int64_t tile_bytes(Emitter *E, int lv) {
+    int rows, cols;
+    tile_extent(E, lv, &rows, &cols);
+    return ((int64_t)rows * E->async_pitch[lv] * ce_regsize(ce_vdt(E, lv)) + 127) / 128 * 128;
 }
 
 /* Where load `lv`'s buffers may start at or after byte `top`: at 128-byte
@@ -457,22 +464,21 @@ static int64_t async_alloc(Emitter *E, int lv, int64_t bytes) {
  * N x K floats, whole swizzle patterns, so that copies side by side keep
  * the alignment the hardware's swizzle is computed from. */
 static int64_t tr_bytes(Emitter *E, int lv) {
-    const Type *t = ce_vtype(E, lv);
-    int row, col;
-    load_axes(E->f->values[lv].def, t, &row, &col);
-    int64_t bytes = (int64_t)tile_rows(t, row) * t->shape[col] * 4;
+    int K, N;
+    tile_extent(E, lv, &K, &N);
+    int64_t bytes = (int64_t)K * N * 4;
     return (bytes + SWIZZLE_ALIGN - 1) / SWIZZLE_ALIGN * SWIZZLE_ALIGN;
 }
 
 /* Room for `copies` transposed copies for wgmma of load `lv`'s tile, a
- * pipelined one (none when wgmma reads it as it lands). */
+ * pipelined one (none when wgmma reads it as it lands; 0: transposed in
+ * its own stage buffer). */
 static void tr_alloc(Emitter *E, int lv, int copies) {
     if (!E->async_tr_wgmma[lv]) return;
-    const Type *t = ce_vtype(E, lv);
-    int row, col;
-    load_axes(E->f->values[lv].def, t, &row, &col);
-    E->async_tr_ld[lv] = tile_rows(t, row);   /* K: rows of the copy hold K floats */
-    E->async_tr_off[lv] = async_alloc(E, lv, copies * tr_bytes(E, lv));
+    int K, N;
+    tile_extent(E, lv, &K, &N);
+    E->async_tr_ld[lv] = K;   /* (rows of the copy hold K floats) */
+    E->async_tr_off[lv] = copies ? async_alloc(E, lv, copies * tr_bytes(E, lv)) : 0;
 }
 
 /* May load `lv`'s tile, a tf32 B stored [K][N] that wgmma reads transposed
@@ -481,10 +487,9 @@ static void tr_alloc(Emitter *E, int lv, int copies) {
  * 128-byte swizzle panel), its buffer is swizzled 128 bytes wide too, and no
  * product reads it where it lands. */
 static bool tr_in_place(Emitter *E, int lv) {
-    const Type *t = ce_vtype(E, lv);
-    int row, col;
-    load_axes(E->f->values[lv].def, t, &row, &col);
-    return E->async_tr_wgmma[lv] == 128 && E->async_core[lv] && E->async_swizzle[lv] == 128 && tile_rows(t, row) == 32 &&
+    int K, N;
+    tile_extent(E, lv, &K, &N);
+    return E->async_tr_wgmma[lv] == 128 && E->async_core[lv] && E->async_swizzle[lv] == 128 && K == 32 &&
            !E->async_read_direct[lv] && !E->opt_no_transpose_in_place;
 }
 
@@ -1171,6 +1176,19 @@ static void mark_transposed(Emitter *E, const IrOp *o) {
     E->async_tr_off[lv] = async_alloc(E, lv, ((int64_t)N * ld * 4 + 127) / 128 * 128);
 }
 
+/* Declares nb<sfx>, kb<sfx>: the n- and k-block (4 x 4 floats each) that
+ * block index `e` (a C expression) moves between two buffers swizzled 128
+ * bytes wide, `groups_n` groups of 4 n-blocks to a row of groups: a quarter
+ * warp's 8 blocks of a 4 x 4 group, each n-block with an even and an odd
+ * k-block, each k-block with an even and an odd n-block, fall in 8 bank
+ * groups when read and when written (checked by enumeration). */
+static void emit_swizzled_block(Emitter *E, const char *e, const char *sfx, int groups_n) {
+    ce_out(E, "const int t%s = %s & 7, nl%s = t%s >> 1, g%s = %s >> 4;", sfx, e, sfx, sfx, sfx, e);
+    ce_out(E, "const int nb%s = nl%s + 4 * (g%s %% %d), kb%s = (t%s & 1) + 2 * (((nl%s ^ (nl%s >> 1)) & 1) ^ ((%s >> 3) & 1)) + "
+              "4 * (g%s / %d);",
+           sfx, sfx, sfx, groups_n, sfx, sfx, sfx, sfx, e, sfx, groups_n);
+}
+
 /* Load `ld`'s tile (K x N f32 at byte offset `src` of the async area, in its
  * buffer's form) copied transposed, [N][K], to byte offset `dst`: into rows
  * async_tr_ld floats apart (mark_transposed), or into wgmma's K-major layout
@@ -1194,13 +1212,8 @@ static void emit_transpose(Emitter *E, const IrOp *ld, const char *src, const ch
     ce_out(E, "for (int e = (int)threadIdx.x; e < %d; e += %d) {", KB * NB, E->threads);
     E->indent++;
     if (tw == 128 && E->async_swizzle[lv] == 128 && E->async_core[lv] && NB % 4 == 0 && KB % 4 == 0) {
-        /* both sides swizzled 128 bytes wide: a quarter warp's 8 blocks of a
-         * 4 x 4 group, each n-block with an even and an odd k-block, each
-         * k-block with an even and an odd n-block, fall in 8 bank groups
-         * when read and when written */
-        ce_out(E, "const int t = e & 7, nl = t >> 1, g = e >> 4;");
-        ce_out(E, "const int nb = nl + 4 * (g %% %d), kb = (t & 1) + 2 * (((nl ^ (nl >> 1)) & 1) ^ ((e >> 3) & 1)) + 4 * (g / %d);",
-               NB / 4, NB / 4);
+        /* both sides swizzled 128 bytes wide: no bank conflicts either way */
+        emit_swizzled_block(E, "e", "", NB / 4);
     } else if (NB % 4 == 0)
         ce_out(E, "const int nb = (e & 3) + 4 * ((e >> 3) %% %d), kb = ((e >> 2) & 1) + 2 * ((e >> 3) / %d);", NB / 4, NB / 4);
     else
@@ -1245,9 +1258,7 @@ static void emit_transpose_in_place(Emitter *E, const IrOp *ld, const char *buf)
     E->indent++;
     ce_out(E, "unsigned char *P = tile_async + %s + p * 4096;", buf);
     for (int h = 0; h < 2; h++) {
-        ce_out(E, "const int t%d = (lane + %d) & 7, nl%d = t%d >> 1, g%d = (lane + %d) >> 4;", h, 32 * h, h, h, h, 32 * h);
-        ce_out(E, "const int nb%d = nl%d + 4 * (g%d %% 2), kb%d = (t%d & 1) + 2 * (((nl%d ^ (nl%d >> 1)) & 1) ^ (((lane + %d) >> 3) & 1)) + 4 * (g%d / 2);",
-               h, h, h, h, h, h, h, 32 * h, h);
+        emit_swizzled_block(E, ce_fmt_str(E, "(lane + %d)", 32 * h), ce_fmt_str(E, "%d", h), 2);   /* (8 n-blocks a panel) */
         for (int i = 0; i < 4; i++)
             ce_out(E, "const float4 r%d%d = *(const float4 *)(P + %s);", h, i,
                    ce_swizzle_offset(E, 128, ce_fmt_str(E, "(4 * kb%d + %d)", h, i), ce_fmt_str(E, "(4 * nb%d)", h), 32, 4));
@@ -1405,14 +1416,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     for (int j = 0; j < E->pipe.n; j++) {
         int lv = E->pipe.loads[j]->result;
         E->pipe.tr_inplace[j] = E->async_tr_wgmma[lv] && tr_in_place(E, lv);
-        if (!E->pipe.tr_inplace[j]) {
-            tr_alloc(E, lv, E->pipe.tr_copies);
-        } else {
-            const Type *t = ce_vtype(E, lv);
-            int row, col;
-            load_axes(E->pipe.loads[j], t, &row, &col);
-            E->async_tr_ld[lv] = tile_rows(t, row);
-        }
+        tr_alloc(E, lv, E->pipe.tr_inplace[j] ? 0 : E->pipe.tr_copies);
     }
     for (int j = 0; j < E->pipe.n; j++) ce_mem_access(E, E->pipe.loads[j]->array, IR_MEM_READ);
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
