@@ -1830,6 +1830,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
      * a stored value is made otherwise */
     for (int i = 0; i < f->nlocals; i++) E.local_lay[i] = ce_plan_local_layout(&E, i, E.local_lay[i]);
     ce_wgmma_plan(&E);
+    ce_plan_accumulators(&E);
     ce_async_plan_rounding(&E);
     emit_passes(&E);
     if (E.errors || (E.tr_unpiped && !E.opt_no_wgmma_transpose)) {

@@ -348,6 +348,8 @@ void ce_emit_arange(Emitter *E, DType t, int lay, const char *name);
 /* emit_cuda_plan.c: splits, register A operands and wanted layouts */
 void ce_plan(Emitter *E);
 void ce_plan_split(Emitter *E, const IrOp *mma, int *wmb, int *wnb);
+void ce_plan_accumulators(Emitter *E);
+int  ce_mma_result_layout(Emitter *E, const IrOp *op);
 bool ce_plan_reg_a(Emitter *E, const IrOp *mma);
 bool ce_plan_kperm(Emitter *E, const IrOp *mma);
 /* The layout value `id` should be made in: its want, else `fallback`. */

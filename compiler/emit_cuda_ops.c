@@ -457,6 +457,17 @@ static void emit_mma_reg_a(Emitter *E, const IrOp *op, const char *areg, int a_l
     }
 }
 
+/* The layout of a tensor-core product's result: wgmma's where the plan put
+ * it on wgmma, else mma.sync's fragments for its split. */
+int ce_mma_result_layout(Emitter *E, const IrOp *op) {
+    int wg_lay = ce_wgmma_layout(E, op);
+    if (wg_lay >= 0) return wg_lay;
+    int wmb, wnb;
+    ce_plan_split(E, op, &wmb, &wnb);
+    Layout l = lay_mma(ce_vtype(E, op->result), wmb, wnb);
+    return ce_lay_add(E, &l);
+}
+
 void ce_emit_mma(Emitter *E, const IrOp *op) {
     int ia = op->args[0], ib = op->args[1], ic = op->args[2];
     const Type *at = ce_vtype(E, ia), *bt = ce_vtype(E, ib), *t = ce_vtype(E, op->result);
@@ -489,8 +500,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     if (tensor) {
         int wmb, wnb;
         ce_plan_split(E, op, &wmb, &wnb);
-        Layout l = lay_mma(t, wmb, wnb);
-        lay = wg_lay >= 0 ? wg_lay : ce_lay_add(E, &l);
+        lay = ce_mma_result_layout(E, op);
         /* (on wgmma too: unpermuted, the check above) */
         if (reg_a) {
             Layout fl = lay_mma_a(at, wmb, wnb, ce_is_half(adt), ce_plan_kperm(E, op));

@@ -377,6 +377,112 @@ void ce_plan(Emitter *E) {
     free(P.depth);
 }
 
+/* Does block `blk` hold op `target`, at any depth? */
+static bool block_holds(const IrBlock *blk, const IrOp *target) {
+    if (!blk) return false;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o == target || block_holds(o->body, target) || block_holds(o->else_body, target)) return true;
+    }
+    return false;
+}
+
+/* The innermost loop in `blk` holding `target`, or NULL. */
+static const IrOp *loop_holding(const IrBlock *blk, const IrOp *target) {
+    if (!blk) return NULL;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (!block_holds(o->body, target) && !block_holds(o->else_body, target)) continue;
+        const IrOp *inner = loop_holding(o->body, target);
+        if (!inner) inner = loop_holding(o->else_body, target);
+        return inner ? inner : o->op == OP_FOR || o->op == OP_LOOP ? o : NULL;
+    }
+    return NULL;
+}
+
+static bool from_load(Emitter *E, int id, int depth);
+
+/* Does a value stored into local `l` in `blk` (outside `loop`) come from a load? */
+static bool stores_from_load(Emitter *E, const IrBlock *blk, int l, const IrOp *loop, int depth) {
+    if (!blk || depth > 16) return false;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o == loop) continue;
+        if (o->op == OP_LOCAL_SET && o->local == l && from_load(E, o->args[0], depth + 1)) return true;
+        if (stores_from_load(E, o->body, l, loop, depth) || stores_from_load(E, o->else_body, l, loop, depth))
+            return true;
+    }
+    return false;
+}
+
+/* Is value `id` a load, or made from one element-wise, through reshapes or
+ * through locals?  (Zeros, a broadcast scalar, a product's result: made in
+ * the layout they need for nothing, so they ask for none.) */
+static bool from_load(Emitter *E, int id, int depth) {
+    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
+    if (!d || type_numel(ce_vtype(E, id)) == 1) return false;
+    if (d->op == OP_LOAD) return true;
+    if (d->op == OP_LOCAL_GET) return stores_from_load(E, E->f->body, d->local, NULL, depth);
+    if (d->op != OP_RESHAPE && !ir_op_is_elementwise(d->op)) return false;
+    for (int a = 0; a < d->nargs; a++)
+        if (from_load(E, d->args[a], depth + 1)) return true;
+    return false;
+}
+
+/* The values stored into local `l` outside `loop`: where it starts. */
+static void push_entering_stores(Emitter *E, const IrBlock *blk, int l, int lay, const IrOp *loop) {
+    if (!blk) return;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o == loop) continue;
+        if (o->op == OP_LOCAL_SET && o->local == l) push_want(E, o->args[0], lay, 1);
+        push_entering_stores(E, o->body, l, lay, loop);
+        push_entering_stores(E, o->else_body, l, lay, loop);
+    }
+}
+
+/* The starting value of a tensor-core product's accumulator carried by a
+ * loop (`state = mma(a, b, state * decay)`) is wanted in the product's own
+ * result layout, once wgmma's plan is made and after the A operands' wants
+ * (the first want holds): a state loaded before the loop (ssd_scan's
+ * initial or entering state) is then loaded in the accumulator's registers,
+ * not converted through 32 KB of shared memory, and the local keeps the
+ * product's layout.  Only the local's stores outside the loop: what the loop
+ * computes keeps the layouts it had. */
+static void push_carried_wants(Emitter *E, const IrOp *mma, int id, const IrOp *loop, int depth) {
+    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
+    if (!d) return;
+    if (d->op == OP_LOCAL_GET) {
+        if (!stores_from_load(E, E->f->body, d->local, loop, 0)) return;
+        int lay = ce_mma_result_layout(E, mma);
+        if (E->local_want[d->local] < 0) E->local_want[d->local] = lay;
+        push_entering_stores(E, E->f->body, d->local, lay, loop);
+    } else if (ir_op_is_elementwise(d->op)) {
+        for (int a = 0; a < d->nargs; a++) push_carried_wants(E, mma, d->args[a], loop, depth + 1);
+    }
+}
+
+static void plan_carried(Emitter *E, const IrBlock *blk) {
+    if (!blk) return;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o->op == OP_MMA &&
+            ce_mma_on_tensor_cores(ce_vtype(E, o->args[0]), ce_vtype(E, o->args[1]), ce_vtype(E, o->result))) {
+            const IrOp *loop = loop_holding(E->f->body, o);
+            if (loop) push_carried_wants(E, o, o->args[2], loop, 0);
+        }
+        plan_carried(E, o->body);
+        plan_carried(E, o->else_body);
+    }
+}
+
+void ce_plan_accumulators(Emitter *E) {
+    if (!E->want || ce_env_flag("TILEC_NO_CARRIED_WANT")) return;
+    plan_carried(E, E->f->body);
+    for (int i = 0; i < E->f->nlocals; i++)
+        if (E->local_lay[i] < 0) E->local_lay[i] = ce_plan_local_layout(E, i, -1);
+}
+
 void ce_plan_split(Emitter *E, const IrOp *mma, int *wmb, int *wnb) {
     const Type *t = ce_vtype(E, mma->result);
     if (E->mma_split && E->mma_split[mma->result] >= 0) {

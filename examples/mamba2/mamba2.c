@@ -67,6 +67,9 @@ static const char usage_text[] =
     "           pass's; --block-p-state, --warps-state, --occupancy-state set either's kernel 2\n"
     "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64; without --pass\n"
     "           it picks the scan)\n"
+    "           --segments N (the scan's sequence cut into N runs of steps, one block each, the\n"
+    "           states they start from made by ssd_scan_states first; default on the GPU: what\n"
+    "           keeps the SMs busiest, 1 on the CPU; without --pass it picks the scan)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -214,6 +217,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
             else { fprintf(stderr, "mamba2: --pass expects scan or chunks, got '%s'\n", value); rc = -1; }
         }
         else if (!strcmp(flag, "--scan-step")) rc = parse_pow2(flag, value, &cfg->opt.scan_step);
+        else if (!strcmp(flag, "--segments")) rc = parse_int(flag, value, 1, 4096, &cfg->opt.segments);
         else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
         else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
         else if (!strcmp(flag, "--occupancy-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.occupancy_out);
@@ -312,11 +316,15 @@ static int cdiv_int(int a, int b) { return (a + b - 1) / b; }
  * to read. */
 enum { K_CUMSUM, K_STATE, K_SCORES, K_OUT, K_COUNT };
 static const char *const kernel_label[K_COUNT] = {"chunk_cumsum", "fwd_pass_state", "chunk_scores", "compute_out"};
-/* --pass scan: kernel 2's slot runs ssd_scan, and 3's and the scores' are not launched */
-static const char *label_of(int scan, int k) { return scan && k == K_STATE ? "ssd_scan" : kernel_label[k]; }
+/* --pass scan: kernel 3's slot runs ssd_scan, and 2's ssd_scan_states where
+ * the sequence is split into segments (the states each segment starts from);
+ * the scores' is not launched */
+static const char *const scan_label[K_COUNT] = {"chunk_cumsum", "scan_states", "chunk_scores", "ssd_scan"};
+static const char *label_of(int scan, int k) { return scan ? scan_label[k] : kernel_label[k]; }
 /* Why kernel k is not launched. */
 static const char *skipped_why(int scan, int k) {
-    return scan ? "inside ssd_scan" : k == K_SCORES ? "the scores are computed inside compute_out" : "not asked for";
+    if (scan) return k == K_STATE ? "the sequence is not split: --segments 1" : "inside ssd_scan";
+    return k == K_SCORES ? "the scores are computed inside compute_out" : "not asked for";
 }
 
 typedef struct Run {
@@ -324,14 +332,16 @@ typedef struct Run {
     tile_module *mod[K_COUNT];
     tile_kernel *kern[K_COUNT];
     int grid[K_COUNT][3];
-    tile_arg args[K_COUNT][12];
+    tile_arg args[K_COUNT][16];
     int nargs[K_COUNT];
     /* device buffers */
     void *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *initial, *dt_out, *dA_cumsum, *states, *final_states, *y, *dummy;
     void *dA_lo;                   /* --precision fp32: the decays' low parts (chunk_cumsum.tile) */
     void *scores;                  /* (batch, chunk, group, Q, Q) f32; NULL when fused */
     int skip[K_COUNT];             /* kernels not launched (chunk_scores when fused) */
-    int scan;                      /* --pass scan: K_STATE is ssd_scan, no per-chunk states */
+    int scan;                      /* --pass scan: K_OUT is ssd_scan, no per-chunk states */
+    void *seg_states, *seg_decay;  /* --pass scan split: where each segment but the last ends */
+    int segments, segment_steps;   /* --pass scan: the sequence's runs of steps, a block each */
     int Bt, L, H, P, N, Q, G, nchunks;   /* what the grids depend on besides the block sizes */
 } Run;
 
@@ -345,7 +355,7 @@ typedef struct Plan {
     int skip[K_COUNT];             /* kernels not launched (chunk_scores when fused) */
     int heads;                     /* compute_out_heads' heads per block, or 1 */
     int fused, exact;
-    int scan;                      /* --pass scan (ssd_scan.tile in K_STATE's slot) */
+    int scan;                      /* --pass scan (ssd_scan.tile in K_OUT's slot, its states' in K_STATE's) */
 } Plan;
 
 static const char *short_dtype(tile_dtype t) { return tile_dtype_name(t); }
@@ -441,6 +451,11 @@ static void grid_for(const Run *run, int which, const tile_const *c, int n, int 
         grid[0] = cdiv_int(run->L, max_int(1, const_of(c, n, "CHUNK", run->Q)));
         grid[1] = cdiv_int(run->H, block_h);
         grid[2] = run->Bt;
+    } else if (run->scan && (which == K_STATE || which == K_OUT)) {
+        /* ssd_scan's (batch, segment) blocks, and ssd_scan_states' for all but the last segment */
+        grid[0] = cdiv_int(run->P, max_int(1, const_of(c, n, "BLOCK_P", 64)));
+        grid[1] = run->H;
+        grid[2] = run->Bt * (which == K_OUT ? run->segments : run->segments - 1);
     } else if (which == K_STATE) {
         const int block_p = max_int(1, const_of(c, n, "BLOCK_P", 64));
         const int block_n = max_int(1, const_of(c, n, "BLOCK_N", 64));
@@ -598,34 +613,91 @@ static int use_scan(const Run *run, const M2Options *o, const M2Shape *s, const 
     return sms > 0 && blocks >= 4LL * sms;
 }
 
+/* The time of `blocks` blocks walking `steps` steps each, in steps of one
+ * block alone on an SM, with up to `per_sm` of them on an SM at once: a
+ * step of two blocks sharing an SM takes 1.5 of one alone, three 2.0
+ * (ssd_scan, H200, 2026-12-03: 2.3 us a 64-token step at (1, 4096, 80), 80
+ * blocks on 132 SMs; 3.4 us at (2, 16384, 80), 28 SMs holding two).  A
+ * single wave runs at the pace of its fullest SM; with several, every wave,
+ * the last too, at the full pace (measured: (2, 16384, 80) cut in 2, 320
+ * blocks, took as long as 2 full waves, not a full wave and 56 blocks alone). */
+static double walk_time(long long blocks, int steps, int per_sm, int sms) {
+    static const double shared_step[] = {0, 1.0, 1.5, 2.0};
+    const long long wave = (long long)per_sm * sms;
+    if (blocks <= wave) return steps * shared_step[(blocks + sms - 1) / sms];
+    return (double)((blocks + wave - 1) / wave) * steps * shared_step[per_sm];
+}
+
+/* How many runs of steps (segments) the scan cuts the sequence into, one
+ * block each: as --segments says; 1 on the CPU; else the count from 1 to 8
+ * whose walks take least by walk_time, at least 5% less than fewer
+ * segments: ssd_scan at 2 blocks per SM, plus ssd_scan_states (all but the
+ * last segment; its steps 0.35 of the scan's, 3 blocks per SM), the states
+ * the scan's blocks read first (0.4 of a step each) and a step's worth a
+ * block for its start and end.  H200,
+ * 2026-12-03, bf16 totals in ms by segments (bench/ab_mamba2.sh):
+ *   (2, 16384, 80): 1: 0.888, 2: 1.098, 3: 0.760, 4: 0.877, 6: 0.821, 8: 0.771, 16: 0.933 (picks 3)
+ *   (1, 4096, 80):  1: 0.164, 2: 0.182, 3: 0.134, 4: 0.153, 6: 0.142, 8: 0.164 (picks 3)
+ *   (8, 4096, 80):  1: 0.670, 2: 0.710, 3: 0.783 (picks 1); (8, 2048, 24): 1: 0.139, 2: 0.170, 4: 0.159 (1)
+ *   (1, 65536, 80): 1: 2.327, 3: 1.658, 6: 1.671, 8: 1.760 (picks 3) */
+static int scan_segments(const Run *run, const M2Options *o, long long blocks, int nsteps) {
+    if (o->segments) return min_int(o->segments, nsteps);
+    if (run->ctx && tile_ctx_backend(run->ctx) != TILE_BACKEND_CUDA) return 1;
+    const int sms = run->ctx ? tile_ctx_multiprocessors(run->ctx) : 132;
+    if (sms <= 0) return 1;
+    /* (a block's start and end, its pipeline filled and its state stored: about a step) */
+    int best = 1;
+    double best_time = walk_time(blocks, nsteps + 1, 2, sms);
+    for (int segs = 2; segs <= 8 && segs <= nsteps; segs++) {
+        const int steps = cdiv_int(nsteps, segs);
+        if (cdiv_int(nsteps, steps) != segs) continue;   /* (the same cut as fewer segments) */
+        const double t = walk_time(blocks * segs, steps + 1, 2, sms) + 0.4 * (segs - 1) +
+                         0.35 * walk_time(blocks * (segs - 1), steps + 1, 3, sms);
+        if (t < 0.95 * best_time) best = segs, best_time = t;
+    }
+    return best;
+}
+
 /* The plan of --pass scan: chunk_cumsum restarting every STEP tokens, then
- * ssd_scan (ssd_scan.tile) in kernel 2's slot; no per-chunk states. */
+ * ssd_scan (ssd_scan.tile) in kernel 3's slot; no per-chunk states.  With
+ * the sequence split into segments, ssd_scan_states first in kernel 2's. */
 static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
     const tile_dtype dt = o->dtype;
     const int step = o->scan_step ? o->scan_step : 64;
     p->scan = run->scan = 1;
     p->heads = 1;
-    p->skip[K_SCORES] = p->skip[K_OUT] = 1;
+    const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
+    const int block_n = max_int(16, pow2_at_least(s->dstate));
+    const int nsteps = cdiv_int(s->seqlen, step);
+    const int segs = scan_segments(run, o, (long long)s->batch * s->heads * cdiv_int(s->headdim, block_p), nsteps);
+    run->segment_steps = cdiv_int(nsteps, segs);
+    run->segments = cdiv_int(nsteps, run->segment_steps);
+    p->skip[K_SCORES] = 1;
+    p->skip[K_STATE] = run->segments == 1;
     snprintf(p->name[K_CUMSUM], sizeof p->name[K_CUMSUM], "chunk_cumsum");
-    snprintf(p->name[K_STATE], sizeof p->name[K_STATE], "ssd_scan_%s", short_dtype(dt));
+    snprintf(p->name[K_STATE], sizeof p->name[K_STATE], "ssd_scan_states_%s", short_dtype(dt));
     snprintf(p->name[K_SCORES], sizeof p->name[K_SCORES], "chunk_scores");
-    snprintf(p->name[K_OUT], sizeof p->name[K_OUT], "compute_out");
+    snprintf(p->name[K_OUT], sizeof p->name[K_OUT], "ssd_scan_%s", short_dtype(dt));
     plan_cumsum(p, step, s->heads, o->dt_softplus, 0);
 
-    const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
-    plan_const(p, K_STATE, "STEP", step, 1);
-    plan_const(p, K_STATE, "BLOCK_P", block_p, o->block_p_state != 0);
-    plan_const(p, K_STATE, "BLOCK_N", max_int(16, pow2_at_least(s->dstate)), 1);
-    plan_const(p, K_STATE, "HAS_INITIAL", f->has_initial, 1);
+    plan_const(p, K_OUT, "STEP", step, 1);
+    plan_const(p, K_OUT, "BLOCK_P", block_p, o->block_p_state != 0);
+    plan_const(p, K_OUT, "BLOCK_N", block_n, 1);
+    plan_const(p, K_OUT, "HAS_INITIAL", f->has_initial, 1);
     /* a per-head D on the causal weights' diagonal (ssd_scan.tile's
      * D_DIAGONAL), as compute_out does, for 16-bit inputs; D of (heads,
      * headdim), and every D of f32 inputs, after the products (with f32
      * inputs the diagonal spilled 116 bytes at 255 registers, ptxas, NVRTC
      * 13.0) */
-    plan_const(p, K_STATE, "HAS_D", !f->has_D ? 0 : f->D_per_head && dt != TILE_F32 ? 2 : 1, 1);
-    plan_const(p, K_STATE, "HAS_Z", f->has_z, 1);
-    if (o->warps_state) plan_const(p, K_STATE, "num_warps", o->warps_state, 1);
-    if (o->occupancy_state) plan_const(p, K_STATE, "occupancy", o->occupancy_state, 1);
+    plan_const(p, K_OUT, "HAS_D", !f->has_D ? 0 : f->D_per_head && dt != TILE_F32 ? 2 : 1, 1);
+    plan_const(p, K_OUT, "HAS_Z", f->has_z, 1);
+    plan_const(p, K_OUT, "SPLIT", run->segments > 1, 1);
+    if (o->warps_state) plan_const(p, K_OUT, "num_warps", o->warps_state, 1);
+    if (o->occupancy_state) plan_const(p, K_OUT, "occupancy", o->occupancy_state, 1);
+    /* the segments' states: any head-dim tiles (they meet in memory), the scan's by default */
+    plan_const(p, K_STATE, "STEP", step, 1);
+    plan_const(p, K_STATE, "BLOCK_P", block_p, o->block_p_state != 0);
+    plan_const(p, K_STATE, "BLOCK_N", block_n, 1);
 }
 
 /* The plan of a run of shape s with options o and the optional inputs f
@@ -861,15 +933,22 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
         return -1;
     memcpy(run->skip, plan.skip, sizeof run->skip);
     if (!fused && !plan.scan && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
+    /* a split scan: where each segment but the last ends, and its whole decay */
+    const int walked = plan.scan ? run->segments - 1 : 0;
+    if (alloc_zero(run, &run->seg_states, (size_t)Bt * walked * H * P * N * 4) ||
+        alloc_zero(run, &run->seg_decay, (size_t)Bt * H * walked * 4))
+        return -1;
     if (exact && alloc_zero(run, &run->dA_lo, ntok * 4)) return -1;
 
     char dir[4096];
     tile_dir(dir, sizeof dir);
     if (load_module(run, K_CUMSUM, dir, "chunk_cumsum.tile") ||
-        load_module(run, K_STATE, dir, plan.scan ? "ssd_scan.tile" : "fwd_pass_state.tile") ||
-        (!plan.scan && load_module(run, K_OUT, dir, "compute_out.tile")))
+        (!plan.scan && load_module(run, K_STATE, dir, "fwd_pass_state.tile")) ||
+        load_module(run, K_OUT, dir, plan.scan ? "ssd_scan.tile" : "compute_out.tile"))
         return -1;
-    run->mod[K_SCORES] = run->mod[K_OUT];   /* one program, two kernels (the context releases it once) */
+    /* one program, two kernels (the context releases it once) */
+    run->mod[K_SCORES] = run->mod[K_OUT];
+    if (plan.scan) run->mod[K_STATE] = run->mod[K_OUT];
 
     /* The decays' low parts: written and read only when exact (else any rank-3 array). */
     const tile_arg lo_arg = exact ? array_arg(run->dA_lo, TILE_F32, 3, Bt, H, L, 0, 0)
@@ -901,8 +980,33 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[na++] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
     a[na++] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
     run->nargs[K_STATE] = na;
+    /* a split scan's arrays: (batch, segments - 1, heads, P, N) and (batch, heads, segments - 1) */
+    const tile_arg seg_states_arg = array_arg(run->seg_states, TILE_F32, 5, Bt, walked, H, P, N);
+    const tile_arg seg_decay_arg = array_arg(run->seg_decay, TILE_F32, 3, Bt, H, walked, 0, 0);
     if (plan.scan) {
-        /* ssd_scan(x, Bmat, Cmat, z, D, dt_out, dA_cumsum, initial_states, y, final_states) */
+        /* ssd_scan_states(x, Bmat, dt_out, dA_cumsum, seg_states, seg_decay, segment_steps) */
+        na = 0;
+        a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
+        a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+        a[na++] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
+        a[na++] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
+        a[na++] = seg_states_arg;
+        a[na++] = seg_decay_arg;
+        a[na++] = tile_arg_i32(run->segment_steps);
+        run->nargs[K_STATE] = na;
+    }
+
+    /* chunk_scores(Bmat, Cmat, cb) */
+    a = run->args[K_SCORES];
+    a[0] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+    a[1] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+    a[2] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
+    run->nargs[K_SCORES] = 3;
+
+    a = run->args[K_OUT];
+    if (plan.scan) {
+        /* ssd_scan(x, Bmat, Cmat, z, D, dt_out, dA_cumsum, initial_states, y, final_states,
+         * seg_states, seg_decay, segment_steps) */
         na = 0;
         a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
         a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
@@ -916,35 +1020,30 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
                                      : array_arg(run->dummy, TILE_F32, 4, 1, 1, 1, 1, 0);
         a[na++] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
         a[na++] = array_arg(run->final_states, TILE_F32, 4, Bt, H, P, N, 0);
-        run->nargs[K_STATE] = na;
+        a[na++] = seg_states_arg;
+        a[na++] = seg_decay_arg;
+        a[na++] = tile_arg_i32(run->segment_steps);
+        run->nargs[K_OUT] = na;
+    } else {
+        /* compute_out(x, [Bmat: one head per block,] Cmat, cb, z, D, dt_out, dA_cumsum,
+         * [dA_lo: the f32 kernels,] states, y); cb is not read when fused */
+        na = 0;
+        a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
+        if (heads == 1) a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+        a[na++] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+        /* fused: an empty cb with the batch and group extents the kernel checks */
+        a[na++] = fused ? array_arg(run->dummy, TILE_F32, 5, Bt, 0, G, 0, 0)
+                        : array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
+        a[na++] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
+        a[na++] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0)
+                        : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
+        a[na++] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
+        a[na++] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
+        if (dt == TILE_F32) a[na++] = lo_arg;
+        a[na++] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
+        a[na++] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
+        run->nargs[K_OUT] = na;
     }
-
-    /* chunk_scores(Bmat, Cmat, cb) */
-    a = run->args[K_SCORES];
-    a[0] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
-    a[1] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
-    a[2] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
-    run->nargs[K_SCORES] = 3;
-
-    /* compute_out(x, [Bmat: one head per block,] Cmat, cb, z, D, dt_out, dA_cumsum,
-     * [dA_lo: the f32 kernels,] states, y); cb is not read when fused */
-    a = run->args[K_OUT];
-    na = 0;
-    a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
-    if (heads == 1) a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
-    a[na++] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
-    /* fused: an empty cb with the batch and group extents the kernel checks */
-    a[na++] = fused ? array_arg(run->dummy, TILE_F32, 5, Bt, 0, G, 0, 0)
-                    : array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
-    a[na++] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
-    a[na++] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0)
-                    : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
-    a[na++] = array_arg(run->dt_out, TILE_F32, 3, Bt, H, L, 0, 0);
-    a[na++] = array_arg(run->dA_cumsum, TILE_F32, 3, Bt, H, L, 0, 0);
-    if (dt == TILE_F32) a[na++] = lo_arg;
-    a[na++] = array_arg(run->states, sdt, 5, Bt, nchunks, H, P, N);
-    a[na++] = array_arg(run->y, dt, 4, Bt, L, H, P, 0);
-    run->nargs[K_OUT] = na;
 
     for (int k = 0; k < K_COUNT; k++) {
         if (run->skip[k]) continue;
@@ -999,7 +1098,7 @@ static int run_download(Run *run, const M2Inputs *in, const M2Options *o, M2Outp
 static void run_free(Run *run) {
     void *bufs[] = {run->x, run->dt, run->A, run->B, run->C, run->D, run->z, run->dt_bias, run->initial,
                     run->dt_out, run->dA_cumsum, run->states, run->final_states, run->y, run->dummy, run->scores,
-                    run->dA_lo};
+                    run->dA_lo, run->seg_states, run->seg_decay};
     if (!run->ctx) return;
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tile_free(run->ctx, bufs[i]);
     tile_ctx_destroy(run->ctx);   /* releases the modules too */
@@ -1061,7 +1160,7 @@ static int bench(Run *run, const M2Inputs *in, const M2Options *o, int iters, in
                iters, warmup);
         for (int k = 0; k < K_COUNT; k++)
             if (!run->skip[k]) printf("  %-15s %10.4f ms\n", label_of(run->scan, k), median(times[k], iters));
-            else printf("  %-15s %10s (%s)\n", kernel_label[k], "-", skipped_why(run->scan, k));
+            else printf("  %-15s %10s (%s)\n", label_of(run->scan, k), "-", skipped_why(run->scan, k));
         printf("  %-15s %10.4f ms\n", "total", total_ms);
         printf("  traffic  %.3f GB compulsory -> %.1f GB/s (floor %.4f ms at 4.23 TB/s)\n", bytes * 1e-9,
                bytes / (total_ms * 1e-3) * 1e-9, bytes / 4.23e12 * 1e3);
@@ -1142,8 +1241,9 @@ static int check_options(const Config *cfg, const M2Shape *s) {
             return -1;
         }
     }
-    if (o->pass == M2_PASS_CHUNKS && o->scan_step) {
-        fprintf(stderr, "mamba2: --scan-step is the scan pass's (--pass scan), not the chunked pass's\n");
+    if (o->pass == M2_PASS_CHUNKS && (o->scan_step || o->segments)) {
+        fprintf(stderr, "mamba2: --scan-step and --segments are the scan pass's (--pass scan), not the chunked "
+                        "pass's\n");
         return -1;
     }
     return 0;
@@ -1234,12 +1334,13 @@ int main(int argc, char **argv) {
     /* A flag only one pass has picks that pass when --pass is not given:
      * --scan-step the scan, --state-dtype the chunked pass (use_scan's
      * default would drop it silently otherwise). */
-    if (cfg.opt.pass == M2_PASS_DEFAULT && cfg.opt.scan_step && cfg.state_dtype_given) {
-        fprintf(stderr, "mamba2: --scan-step is the scan pass's and --state-dtype the chunked pass's: "
-                        "give one, or --pass\n");
+    const int scan_flag = cfg.opt.scan_step || cfg.opt.segments;
+    if (cfg.opt.pass == M2_PASS_DEFAULT && scan_flag && cfg.state_dtype_given) {
+        fprintf(stderr, "mamba2: --scan-step and --segments are the scan pass's and --state-dtype the chunked "
+                        "pass's: give one, or --pass\n");
         return EXIT_USAGE;
     }
-    if (cfg.opt.pass == M2_PASS_DEFAULT && cfg.opt.scan_step) cfg.opt.pass = M2_PASS_SCAN;
+    if (cfg.opt.pass == M2_PASS_DEFAULT && scan_flag) cfg.opt.pass = M2_PASS_SCAN;
     if (cfg.opt.pass == M2_PASS_DEFAULT && cfg.state_dtype_given) cfg.opt.pass = M2_PASS_CHUNKS;
 
     /* Inputs first: bad input exits 2 before any work or any file written. */

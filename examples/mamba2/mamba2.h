@@ -69,6 +69,8 @@ typedef struct M2Options {
     int occupancy_state;             /* --occupancy-state: kernel 2's; 0 = the compiler's choice */
     int pass;                        /* --pass: M2_PASS_* */
     int scan_step;                   /* --scan-step: tokens per step of ssd_scan; 0 = 64 */
+    int segments;                    /* --segments: the scan's sequence cut into this many runs, a block
+                                        each (ssd_scan.tile's SPLIT); 0 = the driver's choice */
 } M2Options;
 
 /* How kernels 2 and 3 run: CHUNKS, the chunked pass (fwd_pass_state writes
