@@ -590,8 +590,9 @@ static int chunked_tiles_given(const M2Options *o) {
 
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
  * default, on wgmma (where it was measured) and without z or initial states
- * (with them ssd_scan takes 1 block per SM, the gate spilling 12 bytes;
- * ptxas, NVRTC 13.0; not timed), the scan for 16-bit inputs, and for f32
+ * (not timed with them: with z ssd_scan takes 1 block per SM, 118 KB of
+ * shared memory; with initial states 2 since they are loaded into the
+ * state's registers, 1 before; ptxas, NVRTC 13.0), the scan for 16-bit inputs, and for f32
  * inputs (tf32) where there are 4 blocks per SM or more: each block walks
  * the whole sequence, and tf32's steps are slower.  H200, same calls,
  * 2026-12-03 (bench/ab_mamba2.sh), chunked -> scan: bf16 at (8, 4096, 80,
