@@ -402,17 +402,42 @@ static const IrOp *loop_holding(const IrBlock *blk, const IrOp *target) {
 
 static bool from_load(Emitter *E, int id, int depth);
 
-/* Does a value stored into local `l` in `blk` (outside `loop`) come from a load? */
-static bool stores_from_load(Emitter *E, const IrBlock *blk, int l, const IrOp *loop, int depth) {
-    if (!blk || depth > 16) return false;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        if (o == loop) continue;
-        if (o->op == OP_LOCAL_SET && o->local == l && from_load(E, o->args[0], depth + 1)) return true;
-        if (stores_from_load(E, o->body, l, loop, depth) || stores_from_load(E, o->else_body, l, loop, depth))
-            return true;
-    }
+/* Is value `id` made from an mma's result (element-wise, through reshapes)?
+ * Such a start already is in the product's layout, or meets registers that
+ * are. */
+static bool from_product(Emitter *E, int id, int depth) {
+    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
+    if (!d) return false;
+    if (d->op == OP_MMA) return true;
+    if (d->op != OP_RESHAPE && !ir_op_is_elementwise(d->op)) return false;
+    for (int a = 0; a < d->nargs; a++)
+        if (from_product(E, d->args[a], depth + 1)) return true;
     return false;
+}
+
+/* The stores into local `l` that run before `loop` in program order (in the
+ * blocks before the op holding it, and in that op's blocks up to it; with
+ * no loop, all of them), made of loads alone and of no product's result:
+ * the loop's starting value read from memory.  Wanted in `lay` if lay >= 0.
+ * Returns whether there is one; *reached is set at the loop. */
+static bool entering_stores(Emitter *E, const IrBlock *blk, int l, const IrOp *loop, int lay, bool *reached,
+                            int depth) {
+    bool found = false;
+    for (int i = 0; blk && depth <= 16 && i < blk->nops && !*reached; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o == loop) {
+            *reached = true;
+            break;
+        }
+        if (o->op == OP_LOCAL_SET && o->local == l && from_load(E, o->args[0], depth + 1) &&
+            !from_product(E, o->args[0], depth + 1)) {
+            found = true;
+            if (lay >= 0) push_want(E, o->args[0], lay, 1);
+        }
+        found |= entering_stores(E, o->body, l, loop, lay, reached, depth);
+        found |= entering_stores(E, o->else_body, l, loop, lay, reached, depth);
+    }
+    return found;
 }
 
 /* Is value `id` a load, or made from one element-wise, through reshapes or
@@ -422,23 +447,14 @@ static bool from_load(Emitter *E, int id, int depth) {
     const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
     if (!d || type_numel(ce_vtype(E, id)) == 1) return false;
     if (d->op == OP_LOAD) return true;
-    if (d->op == OP_LOCAL_GET) return stores_from_load(E, E->f->body, d->local, NULL, depth);
+    if (d->op == OP_LOCAL_GET) {
+        bool reached = false;
+        return entering_stores(E, E->f->body, d->local, NULL, -1, &reached, depth + 1);
+    }
     if (d->op != OP_RESHAPE && !ir_op_is_elementwise(d->op)) return false;
     for (int a = 0; a < d->nargs; a++)
         if (from_load(E, d->args[a], depth + 1)) return true;
     return false;
-}
-
-/* The values stored into local `l` outside `loop`: where it starts. */
-static void push_entering_stores(Emitter *E, const IrBlock *blk, int l, int lay, const IrOp *loop) {
-    if (!blk) return;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        if (o == loop) continue;
-        if (o->op == OP_LOCAL_SET && o->local == l) push_want(E, o->args[0], lay, 1);
-        push_entering_stores(E, o->body, l, lay, loop);
-        push_entering_stores(E, o->else_body, l, lay, loop);
-    }
 }
 
 /* The starting value of a tensor-core product's accumulator carried by a
@@ -447,16 +463,20 @@ static void push_entering_stores(Emitter *E, const IrBlock *blk, int l, int lay,
  * (the first want holds): a state loaded before the loop (ssd_scan's
  * initial or entering state) is then loaded in the accumulator's registers,
  * not converted through 32 KB of shared memory, and the local keeps the
- * product's layout.  Only the local's stores outside the loop: what the loop
- * computes keeps the layouts it had. */
+ * product's layout.  Only the local's stores before the loop, and only
+ * those made of loads alone: what the loop computes, or a start that meets
+ * a product's result (compute_out's carried part plus a skip term), keeps
+ * the layouts it had. */
 static void push_carried_wants(Emitter *E, const IrOp *mma, int id, const IrOp *loop, int depth) {
     const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
     if (!d) return;
     if (d->op == OP_LOCAL_GET) {
-        if (!stores_from_load(E, E->f->body, d->local, loop, 0)) return;
+        bool reached = false;
+        if (!entering_stores(E, E->f->body, d->local, loop, -1, &reached, 0)) return;
         int lay = ce_mma_result_layout(E, mma);
         if (E->local_want[d->local] < 0) E->local_want[d->local] = lay;
-        push_entering_stores(E, E->f->body, d->local, lay, loop);
+        reached = false;
+        entering_stores(E, E->f->body, d->local, loop, lay, &reached, 0);
     } else if (ir_op_is_elementwise(d->op)) {
         for (int a = 0; a < d->nargs; a++) push_carried_wants(E, mma, d->args[a], loop, depth + 1);
     }
