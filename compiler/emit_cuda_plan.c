@@ -19,10 +19,15 @@
  *     accumulator's registers already are the fragments;
  *   - a value two mmas read as A gets one layout (k-permuted only if both can
  *     read it so); where they need different ones, the mma in the innermost
- *     loop has its way and the other converts, once, outside that loop.
+ *     loop has its way and the other converts, once, outside that loop;
+ *   - after wgmma's plan (ce_plan_accumulators): a loop-carried accumulator
+ *     whose start is loaded before its loop has that load made in the
+ *     product's result layout (ssd_scan's entering state, fwd_pass_state's
+ *     initial state: no conversion through shared memory).
  *
  * TILEC_NO_REG_A=1 plans every mma the old way (staged operands, the
- * default split), TILEC_NO_KPERM=1 reads A from registers without permuting
+ * default split; the carried accumulators' wants stay: TILEC_NO_CARRIED_WANT=1
+ * turns those off), TILEC_NO_KPERM=1 reads A from registers without permuting
  * its columns (lay_mma_a), to measure what each gives.  Prefix: ce_plan_. */
 #include "emit_cuda_int.h"
 
@@ -400,19 +405,31 @@ static const IrOp *loop_holding(const IrBlock *blk, const IrOp *target) {
     return NULL;
 }
 
-static bool from_load(Emitter *E, int id, int depth);
+/* What ce_plan_accumulators asks of values and locals, each answered once
+ * (the questions recurse through locals' stores, which a function may hold
+ * many of): 0 not asked yet, 1 being answered (a cycle through a local: no),
+ * 2 no, 3 yes.  Walks stop CARRIED_DEPTH deep, answering no. */
+enum { CARRIED_DEPTH = 256 };
+typedef struct Carried {
+    Emitter *E;
+    signed char *from_load, *from_product;   /* per value */
+    signed char *local_from_load;            /* per local: a store of it, anywhere, from loads alone */
+} Carried;
+
+static bool from_load(Carried *C, int id, int depth);
 
 /* Is value `id` made from an mma's result (element-wise, through reshapes)?
  * Such a start already is in the product's layout, or meets registers that
  * are. */
-static bool from_product(Emitter *E, int id, int depth) {
-    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
+static bool from_product(Carried *C, int id, int depth) {
+    const IrOp *d = id >= 0 && depth < CARRIED_DEPTH ? C->E->f->values[id].def : NULL;
     if (!d) return false;
-    if (d->op == OP_MMA) return true;
-    if (d->op != OP_RESHAPE && !ir_op_is_elementwise(d->op)) return false;
-    for (int a = 0; a < d->nargs; a++)
-        if (from_product(E, d->args[a], depth + 1)) return true;
-    return false;
+    if (C->from_product[id]) return C->from_product[id] == 3;
+    bool yes = d->op == OP_MMA;
+    if (!yes && (d->op == OP_RESHAPE || ir_op_is_elementwise(d->op)))
+        for (int a = 0; a < d->nargs && !yes; a++) yes = from_product(C, d->args[a], depth + 1);
+    C->from_product[id] = yes ? 3 : 2;
+    return yes;
 }
 
 /* The stores into local `l` that run before `loop` in program order (in the
@@ -420,22 +437,22 @@ static bool from_product(Emitter *E, int id, int depth) {
  * no loop, all of them), made of loads alone and of no product's result:
  * the loop's starting value read from memory.  Wanted in `lay` if lay >= 0.
  * Returns whether there is one; *reached is set at the loop. */
-static bool entering_stores(Emitter *E, const IrBlock *blk, int l, const IrOp *loop, int lay, bool *reached,
+static bool entering_stores(Carried *C, const IrBlock *blk, int l, const IrOp *loop, int lay, bool *reached,
                             int depth) {
     bool found = false;
-    for (int i = 0; blk && depth <= 16 && i < blk->nops && !*reached; i++) {
+    for (int i = 0; blk && i < blk->nops && !*reached; i++) {
         const IrOp *o = blk->ops[i];
         if (o == loop) {
             *reached = true;
             break;
         }
-        if (o->op == OP_LOCAL_SET && o->local == l && from_load(E, o->args[0], depth + 1) &&
-            !from_product(E, o->args[0], depth + 1)) {
+        if (o->op == OP_LOCAL_SET && o->local == l && from_load(C, o->args[0], depth + 1) &&
+            !from_product(C, o->args[0], depth + 1)) {
             found = true;
-            if (lay >= 0) push_want(E, o->args[0], lay, 1);
+            if (lay >= 0) push_want(C->E, o->args[0], lay, 1);
         }
-        found |= entering_stores(E, o->body, l, loop, lay, reached, depth);
-        found |= entering_stores(E, o->else_body, l, loop, lay, reached, depth);
+        found |= entering_stores(C, o->body, l, loop, lay, reached, depth);
+        found |= entering_stores(C, o->else_body, l, loop, lay, reached, depth);
     }
     return found;
 }
@@ -443,63 +460,78 @@ static bool entering_stores(Emitter *E, const IrBlock *blk, int l, const IrOp *l
 /* Is value `id` a load, or made from one element-wise, through reshapes or
  * through locals?  (Zeros, a broadcast scalar, a product's result: made in
  * the layout they need for nothing, so they ask for none.) */
-static bool from_load(Emitter *E, int id, int depth) {
-    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
-    if (!d || type_numel(ce_vtype(E, id)) == 1) return false;
-    if (d->op == OP_LOAD) return true;
+static bool from_load(Carried *C, int id, int depth) {
+    const IrOp *d = id >= 0 && depth < CARRIED_DEPTH ? C->E->f->values[id].def : NULL;
+    if (!d || type_numel(ce_vtype(C->E, id)) == 1) return false;
+    if (C->from_load[id]) return C->from_load[id] == 3;
+    C->from_load[id] = 1;
+    bool yes = d->op == OP_LOAD;
     if (d->op == OP_LOCAL_GET) {
-        bool reached = false;
-        return entering_stores(E, E->f->body, d->local, NULL, -1, &reached, depth + 1);
+        signed char *memo = &C->local_from_load[d->local];
+        if (!*memo) {
+            *memo = 1;
+            bool reached = false;
+            *memo = entering_stores(C, C->E->f->body, d->local, NULL, -1, &reached, depth + 1) ? 3 : 2;
+        }
+        yes = *memo == 3;
+    } else if (d->op == OP_RESHAPE || ir_op_is_elementwise(d->op)) {
+        for (int a = 0; a < d->nargs && !yes; a++) yes = from_load(C, d->args[a], depth + 1);
     }
-    if (d->op != OP_RESHAPE && !ir_op_is_elementwise(d->op)) return false;
-    for (int a = 0; a < d->nargs; a++)
-        if (from_load(E, d->args[a], depth + 1)) return true;
-    return false;
+    C->from_load[id] = yes ? 3 : 2;
+    return yes;
 }
 
 /* The starting value of a tensor-core product's accumulator carried by a
  * loop (`state = mma(a, b, state * decay)`) is wanted in the product's own
  * result layout, once wgmma's plan is made and after the A operands' wants
  * (the first want holds): a state loaded before the loop (ssd_scan's
- * initial or entering state) is then loaded in the accumulator's registers,
- * not converted through 32 KB of shared memory, and the local keeps the
- * product's layout.  Only the local's stores before the loop, and only
- * those made of loads alone: what the loop computes, or a start that meets
- * a product's result (compute_out's carried part plus a skip term), keeps
- * the layouts it had. */
-static void push_carried_wants(Emitter *E, const IrOp *mma, int id, const IrOp *loop, int depth) {
+ * initial or entering state, fwd_pass_state's initial state) is then loaded
+ * in the accumulator's registers, not converted through shared memory, and
+ * the local keeps the product's layout.  Only the local's stores before the
+ * loop, and only those made of loads alone: what the loop computes, or a
+ * start that meets a product's result (compute_out's carried part plus a
+ * skip term), keeps the layouts it had. */
+static void push_carried_wants(Carried *C, const IrOp *mma, int id, const IrOp *loop, int depth) {
+    Emitter *E = C->E;
     const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
     if (!d) return;
     if (d->op == OP_LOCAL_GET) {
         bool reached = false;
-        if (!entering_stores(E, E->f->body, d->local, loop, -1, &reached, 0)) return;
+        if (!entering_stores(C, E->f->body, d->local, loop, -1, &reached, 0)) return;
         int lay = ce_mma_result_layout(E, mma);
         if (E->local_want[d->local] < 0) E->local_want[d->local] = lay;
         reached = false;
-        entering_stores(E, E->f->body, d->local, loop, lay, &reached, 0);
+        entering_stores(C, E->f->body, d->local, loop, lay, &reached, 0);
     } else if (ir_op_is_elementwise(d->op)) {
-        for (int a = 0; a < d->nargs; a++) push_carried_wants(E, mma, d->args[a], loop, depth + 1);
+        for (int a = 0; a < d->nargs; a++) push_carried_wants(C, mma, d->args[a], loop, depth + 1);
     }
 }
 
-static void plan_carried(Emitter *E, const IrBlock *blk) {
+static void plan_carried(Carried *C, const IrBlock *blk) {
+    Emitter *E = C->E;
     if (!blk) return;
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
         if (o->op == OP_MMA &&
             ce_mma_on_tensor_cores(ce_vtype(E, o->args[0]), ce_vtype(E, o->args[1]), ce_vtype(E, o->result))) {
             const IrOp *loop = loop_holding(E->f->body, o);
-            if (loop) push_carried_wants(E, o, o->args[2], loop, 0);
+            if (loop) push_carried_wants(C, o, o->args[2], loop, 0);
         }
-        plan_carried(E, o->body);
-        plan_carried(E, o->else_body);
+        plan_carried(C, o->body);
+        plan_carried(C, o->else_body);
     }
 }
 
 void ce_plan_accumulators(Emitter *E) {
     if (!E->want || ce_env_flag("TILEC_NO_CARRIED_WANT")) return;
-    plan_carried(E, E->f->body);
-    for (int i = 0; i < E->f->nlocals; i++)
+    const IrFunc *f = E->f;
+    Carried C = {E, calloc((size_t)f->nvalues + 1, 1), calloc((size_t)f->nvalues + 1, 1),
+                 calloc((size_t)f->nlocals + 1, 1)};
+    if (C.from_load && C.from_product && C.local_from_load) plan_carried(&C, f->body);
+    free(C.from_load);
+    free(C.from_product);
+    free(C.local_from_load);
+    for (int i = 0; i < f->nlocals; i++)
         if (E->local_lay[i] < 0) E->local_lay[i] = ce_plan_local_layout(E, i, -1);
 }
 

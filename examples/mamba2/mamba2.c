@@ -64,12 +64,14 @@ static const char usage_text[] =
     "           scan for 16-bit inputs, and for f32 ones with at least 4 x SMs blocks (batch x\n"
     "           heads x 64-head-dim tiles); else chunks: README.md); --state-dtype, kernel 3's\n"
     "           and its scores' flags, --block-n-state, --block-k, --heads-state are the chunked\n"
-    "           pass's; --block-p-state, --warps-state, --occupancy-state set either's kernel 2\n"
+    "           pass's; --block-p-state, --warps-state, --occupancy-state set kernel 2's, or on\n"
+    "           the scan ssd_scan's (--block-p-state ssd_scan_states' too)\n"
     "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64; without --pass\n"
     "           it picks the scan)\n"
-    "           --segments N (the scan's sequence cut into N runs of steps, one block each, the\n"
-    "           states they start from made by ssd_scan_states first; default on the GPU: what\n"
-    "           keeps the SMs busiest, 1 on the CPU; without --pass it picks the scan)\n"
+    "           --segments N (1..64: the scan's sequence cut into N runs of steps, one block\n"
+    "           each, the states they start from made by ssd_scan_states first; at most the\n"
+    "           steps, and 65535 / batch; default on the GPU: what keeps the SMs busiest, 1 on\n"
+    "           the CPU; without --pass it picks the scan)\n"
     "  tune:    --tune (autotune the four kernels on these inputs first; the tiles flags given\n"
     "           are held; winners cached in $TILE_CACHE_DIR, else ~/.cache/tilec)\n"
     "           --verbose (the tuner's table of points and times on stderr)\n"
@@ -217,7 +219,7 @@ static int parse_args(int argc, char **argv, Config *cfg) {
             else { fprintf(stderr, "mamba2: --pass expects scan or chunks, got '%s'\n", value); rc = -1; }
         }
         else if (!strcmp(flag, "--scan-step")) rc = parse_pow2(flag, value, &cfg->opt.scan_step);
-        else if (!strcmp(flag, "--segments")) rc = parse_int(flag, value, 1, 4096, &cfg->opt.segments);
+        else if (!strcmp(flag, "--segments")) rc = parse_int(flag, value, 1, 64, &cfg->opt.segments);
         else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
         else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
         else if (!strcmp(flag, "--occupancy-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.occupancy_out);
@@ -323,7 +325,7 @@ static const char *const scan_label[K_COUNT] = {"chunk_cumsum", "scan_states", "
 static const char *label_of(int scan, int k) { return scan ? scan_label[k] : kernel_label[k]; }
 /* Why kernel k is not launched. */
 static const char *skipped_why(int scan, int k) {
-    if (scan) return k == K_STATE ? "the sequence is not split: --segments 1" : "inside ssd_scan";
+    if (scan) return k == K_STATE ? "the sequence is not split (--segments)" : "inside ssd_scan";
     return k == K_SCORES ? "the scores are computed inside compute_out" : "not asked for";
 }
 
@@ -594,7 +596,9 @@ static int chunked_tiles_given(const M2Options *o) {
  * shared memory; with initial states 2 since they are loaded into the
  * state's registers, 1 before; ptxas, NVRTC 13.0), the scan for 16-bit inputs, and for f32
  * inputs (tf32) where there are 4 blocks per SM or more: each block walks
- * the whole sequence, and tf32's steps are slower.  H200, same calls,
+ * the whole sequence (or a segment of it, scan_segments; tf32 with the
+ * split not measured against chunks beyond (2, 16384, 80): 2.80 against 2.97
+ * ms, and (1, 4096, 80): 0.411 against 0.410), and tf32's steps are slower.  H200, same calls,
  * 2026-12-03 (bench/ab_mamba2.sh), chunked -> scan: bf16 at (8, 4096, 80,
  * 64, 128, 1, 256) 1.125 -> 0.821 ms, with dstate 64 and 8 groups 0.935 ->
  * 0.659, (1, 4096, 80) 0.225 -> 0.199, (2, 16384, 80) 1.212 -> 1.064, (8,
@@ -641,15 +645,17 @@ static double walk_time(long long blocks, int steps, int per_sm, int sms) {
  *   (1, 4096, 80):  1: 0.164, 2: 0.182, 3: 0.134, 4: 0.153, 6: 0.142, 8: 0.164 (picks 3)
  *   (8, 4096, 80):  1: 0.670, 2: 0.710, 3: 0.783 (picks 1); (8, 2048, 24): 1: 0.139, 2: 0.170, 4: 0.159 (1)
  *   (1, 65536, 80): 1: 2.327, 3: 1.658, 6: 1.671, 8: 1.760 (picks 3) */
-static int scan_segments(const Run *run, const M2Options *o, long long blocks, int nsteps) {
-    if (o->segments) return min_int(o->segments, nsteps);
+static int scan_segments(const Run *run, const M2Options *o, long long blocks, int nsteps, int batch) {
+    /* (the grid's third axis holds batch x segments: at most 65535) */
+    const int most = min_int(nsteps, max_int(1, 65535 / max_int(1, batch)));
+    if (o->segments) return min_int(o->segments, most);
     if (run->ctx && tile_ctx_backend(run->ctx) != TILE_BACKEND_CUDA) return 1;
     const int sms = run->ctx ? tile_ctx_multiprocessors(run->ctx) : 132;
     if (sms <= 0) return 1;
     /* (a block's start and end, its pipeline filled and its state stored: about a step) */
     int best = 1;
     double best_time = walk_time(blocks, nsteps + 1, 2, sms);
-    for (int segs = 2; segs <= 8 && segs <= nsteps; segs++) {
+    for (int segs = 2; segs <= 8 && segs <= most; segs++) {
         const int steps = cdiv_int(nsteps, segs);
         if (cdiv_int(nsteps, steps) != segs) continue;   /* (the same cut as fewer segments) */
         const double t = walk_time(blocks * segs, steps + 1, 2, sms) + 0.4 * (segs - 1) +
@@ -670,9 +676,15 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
     const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
     const int block_n = max_int(16, pow2_at_least(s->dstate));
     const int nsteps = cdiv_int(s->seqlen, step);
-    const int segs = scan_segments(run, o, (long long)s->batch * s->heads * cdiv_int(s->headdim, block_p), nsteps);
+    const int segs =
+        scan_segments(run, o, (long long)s->batch * s->heads * cdiv_int(s->headdim, block_p), nsteps, s->batch);
     run->segment_steps = cdiv_int(nsteps, segs);
     run->segments = cdiv_int(nsteps, run->segment_steps);
+    /* (whole steps a segment: 10 steps in 6 make 5 of 2) */
+    if (o->segments && run->segments != o->segments)
+        fprintf(stderr, "mamba2: --segments %d: %d segments of %d steps (the sequence has %d steps of %d tokens; "
+                        "at most 65535 / batch segments)\n",
+                o->segments, run->segments, run->segment_steps, nsteps, step);
     p->skip[K_SCORES] = 1;
     p->skip[K_STATE] = run->segments == 1;
     snprintf(p->name[K_CUMSUM], sizeof p->name[K_CUMSUM], "chunk_cumsum");
