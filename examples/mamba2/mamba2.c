@@ -60,7 +60,7 @@ static const char usage_text[] =
     "           the compiler's)\n"
     "  pass:    --pass chunks|scan (kernels 2 and 3 as written, or ssd_scan: one block per (batch,\n"
     "           head, head-dim tile) walks the sequence with the state on chip; default on wgmma,\n"
-    "           without --z, --initial-states, --state-dtype and the chunked pass's tiles flags:\n"
+    "           without --z, --state-dtype and the chunked pass's tiles flags:\n"
     "           scan for 16-bit inputs, and for f32 ones with at least 4 x SMs blocks (batch x\n"
     "           heads x 64-head-dim tiles); else chunks: README.md); --state-dtype, kernel 3's\n"
     "           and its scores' flags, --block-n-state, --block-k, --heads-state are the chunked\n"
@@ -591,10 +591,9 @@ static int chunked_tiles_given(const M2Options *o) {
 }
 
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
- * default, on wgmma (where it was measured) and without z or initial states
- * (not timed with them: with z ssd_scan takes 1 block per SM, 118 KB of
- * shared memory; with initial states 2 since they are loaded into the
- * state's registers, 1 before; ptxas, NVRTC 13.0), the scan for 16-bit inputs, and for f32
+ * default, on wgmma (where it was measured) and without z (not timed with
+ * it: ssd_scan then takes 1 block per SM, 118 KB of shared memory, ptxas,
+ * NVRTC 13.0), the scan for 16-bit inputs, and for f32
  * inputs (tf32) where there are 4 blocks per SM or more: each block walks
  * the whole sequence (or a segment of it, scan_segments; tf32 with the
  * split not measured against chunks beyond (2, 16384, 80): 2.80 against 2.97
@@ -605,10 +604,14 @@ static int chunked_tiles_given(const M2Options *o) {
  * 2048, 24) 0.224 -> 0.150; tf32 (D after the products) at the anchor 2.51
  * -> 2.38 and with dstate 64 and 8 groups 2.24 -> 1.73 (640 blocks), but
  * (1, 4096, 80) 0.426 -> 0.584 and (2, 16384, 80) 2.62 -> 3.16 (80 and 160
- * blocks).  Not when a tiles flag of the chunked pass is given. */
+ * blocks).  With initial states too since they are loaded into the state's
+ * registers (2026-12-03, the session after; bf16 anchor with initial states,
+ * same call: chunked 1.046 ms, scan 0.683; before, with the states converted
+ * through shared memory, 2.035 and 1.611).  Not when a tiles flag of the
+ * chunked pass is given. */
 static int use_scan(const Run *run, const M2Options *o, const M2Shape *s, const struct M2RandomFeatures *f) {
     if (o->pass != M2_PASS_DEFAULT) return o->pass == M2_PASS_SCAN;
-    if (f->has_z || f->has_initial || scan_unfit(o, s) || !on_wgmma(run)) return 0;
+    if (f->has_z || scan_unfit(o, s) || !on_wgmma(run)) return 0;
     if (chunked_tiles_given(o)) return 0;
     if (o->dtype != TILE_F32) return 1;
     /* (blocks of the default 64 head dims: --block-p-state is fwd_pass_state's
