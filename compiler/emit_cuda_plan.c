@@ -382,29 +382,6 @@ void ce_plan(Emitter *E) {
     free(P.depth);
 }
 
-/* Does block `blk` hold op `target`, at any depth? */
-static bool block_holds(const IrBlock *blk, const IrOp *target) {
-    if (!blk) return false;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        if (o == target || block_holds(o->body, target) || block_holds(o->else_body, target)) return true;
-    }
-    return false;
-}
-
-/* The innermost loop in `blk` holding `target`, or NULL. */
-static const IrOp *loop_holding(const IrBlock *blk, const IrOp *target) {
-    if (!blk) return NULL;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        if (!block_holds(o->body, target) && !block_holds(o->else_body, target)) continue;
-        const IrOp *inner = loop_holding(o->body, target);
-        if (!inner) inner = loop_holding(o->else_body, target);
-        return inner ? inner : o->op == OP_FOR || o->op == OP_LOOP ? o : NULL;
-    }
-    return NULL;
-}
-
 /* What ce_plan_accumulators asks of values and locals, each answered once
  * (the questions recurse through locals' stores, which a function may hold
  * many of): 0 not asked yet, 1 being answered (a cycle through a local: no),
@@ -507,18 +484,16 @@ static void push_carried_wants(Carried *C, const IrOp *mma, int id, const IrOp *
     }
 }
 
-static void plan_carried(Carried *C, const IrBlock *blk) {
+/* Each tensor-core product in `blk`, with `loop` the innermost loop holding it. */
+static void plan_carried(Carried *C, const IrBlock *blk, const IrOp *loop) {
     Emitter *E = C->E;
-    if (!blk) return;
-    for (int i = 0; i < blk->nops; i++) {
+    for (int i = 0; blk && i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
-        if (o->op == OP_MMA &&
-            ce_mma_on_tensor_cores(ce_vtype(E, o->args[0]), ce_vtype(E, o->args[1]), ce_vtype(E, o->result))) {
-            const IrOp *loop = loop_holding(E->f->body, o);
-            if (loop) push_carried_wants(C, o, o->args[2], loop, 0);
-        }
-        plan_carried(C, o->body);
-        plan_carried(C, o->else_body);
+        if (o->op == OP_MMA && loop &&
+            ce_mma_on_tensor_cores(ce_vtype(E, o->args[0]), ce_vtype(E, o->args[1]), ce_vtype(E, o->result)))
+            push_carried_wants(C, o, o->args[2], loop, 0);
+        plan_carried(C, o->body, o->op == OP_FOR || o->op == OP_LOOP ? o : loop);
+        plan_carried(C, o->else_body, loop);
     }
 }
 
@@ -527,7 +502,7 @@ void ce_plan_accumulators(Emitter *E) {
     const IrFunc *f = E->f;
     Carried C = {E, calloc((size_t)f->nvalues + 1, 1), calloc((size_t)f->nvalues + 1, 1),
                  calloc((size_t)f->nlocals + 1, 1)};
-    if (C.from_load && C.from_product && C.local_from_load) plan_carried(&C, f->body);
+    if (C.from_load && C.from_product && C.local_from_load) plan_carried(&C, f->body, NULL);
     free(C.from_load);
     free(C.from_product);
     free(C.local_from_load);
