@@ -863,6 +863,7 @@ static void emit_store(Emitter *E, const IrOp *op) {
     int arr = op->array;
     if (t->rank != rank) { ce_fail(E, op, "store of a %d-d tile into a %d-d array", t->rank, rank); return; }
     ce_make_full(E, vid);
+    if (ce_tma_store(E, op, vid)) return;
     Val *v = ce_val(E, vid);
     int lay = v->lay;
     int fast = ce_contiguous_view_axis(op, rank);
@@ -1399,6 +1400,7 @@ void ce_mem_access(Emitter *E, int arr, IrMemAccess kind) {
     unsigned all = MEM_BIT(IR_MEM_READ) | MEM_BIT(IR_MEM_WRITE) | MEM_BIT(IR_MEM_ATOMIC);
     unsigned clash = kind == IR_MEM_WRITE ? all : all & ~MEM_BIT(kind);   /* same-kind reads or atomics commute */
     if (E->mem_state[arr] & clash) {
+        ce_tma_store_drain(E, true);
         ce_out(E, "__syncthreads();   /* %s of %s after other threads' accesses */",
                kind == IR_MEM_READ ? "read" : "write", E->f->params[arr].name);
         memset(E->mem_state, 0, (size_t)E->f->nparams);
@@ -1607,7 +1609,10 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
     }
     case OP_BREAK: ce_out(E, "break;"); return;
     case OP_CONTINUE: ce_out(E, "continue;"); return;
-    case OP_RETURN: ce_out(E, "return;"); return;
+    case OP_RETURN:
+        ce_tma_store_drain(E, false);
+        ce_out(E, "return;");
+        return;
     case OP_LOCAL_GET: emit_local_get(E, op); return;
     case OP_LOCAL_SET: emit_local_set(E, op); return;
     case OP_PRINT: ce_emit_print(E, op); E->scratch_clean = false; return;
@@ -1700,6 +1705,7 @@ static void emitter_reset(Emitter *E) {
     /* the scratch area an earlier pass needed: a wgmma pipeline leaves it room */
     if (scratch_bytes(E) > E->scratch_hint) E->scratch_hint = scratch_bytes(E);
     E->smem_bytes = 0;
+    E->stage_bytes = 0;
     E->async_top = E->async_peak = 0;
     E->scratch_clean = true;
     E->wg_npending = 0;
@@ -1735,26 +1741,43 @@ static void emit_passes(Emitter *E) {
     E->errors = 0;
     emitter_reset(E);
     ce_emit_block(E, f->body);
+    ce_tma_store_drain(E, false);
 }
 
-/* The kernel's shared memory: the scratch area, then the cp.async buffers. */
-static int kernel_smem(const Emitter *E) {
+/* The kernel's shared memory: the scratch area, then the cp.async buffers,
+ * then (at stage_offset) the buffers of stores by TMA. */
+static int smem_below_stage(const Emitter *E) {
     return E->async_peak ? scratch_bytes(E) + (int)E->async_peak : E->smem_bytes;
 }
+static int stage_offset(const Emitter *E) {
+    int below = smem_below_stage(E);
+    return E->stage_bytes ? (below + SWIZZLE_ALIGN - 1) / SWIZZLE_ALIGN * SWIZZLE_ALIGN : below;
+}
+static int kernel_smem(const Emitter *E) { return stage_offset(E) + (int)E->stage_bytes; }
+static int smem_blocks_of(int smem) { return smem > 0 ? SMEM_PER_SM / (smem + SMEM_PER_BLOCK_RESERVED) : 0; }
 
 /* cuda_emit's work; returns 1 (nothing made) when the load of a tf32 B that a
  * wgmma product reads through a transposed copy was not pipelined (its
  * loop's buffers over the budget, no loop, a loop holding a loop): the copy
  * needs a pipeline, so the kernel is emitted again with all such products
  * on mma.sync (mma_sync_tf32_kn), whose buffers are smaller. */
-static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn);
+static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn,
+                       bool no_tma_store);
 
+/* ... and 2 when the buffers of stores by TMA would cost the kernel a block
+ * per SM (emit_cuda_store.c): emitted again without them. */
 int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d) {
-    int rc = emit_kernel(f, opt, res, d, false);
-    return rc == 1 ? emit_kernel(f, opt, res, d, true) : rc;
+    bool kn = false, no_store = false;
+    for (;;) {
+        int rc = emit_kernel(f, opt, res, d, kn, no_store);
+        if (rc == 1 && !kn) kn = true;
+        else if (rc == 2 && !no_store) no_store = true;
+        else return rc;
+    }
 }
 
-static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn) {
+static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn,
+                       bool no_tma_store) {
     memset(res, 0, sizeof *res);
     Emitter E;
     memset(&E, 0, sizeof E);
@@ -1809,6 +1832,9 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_wgmma_nostage = ce_env_flag("TILEC_WGMMA_NOSTAGE");
     E.opt_no_tma = ce_env_flag("TILEC_NO_TMA");
     E.opt_tma_round = !ce_env_flag("TILEC_NO_TMA_ROUND");
+    /* TILEC_NO_TMA_STORE=1: 16-bit tiles stored from registers as they lie
+     * (for measurements; emit_cuda_store.c) */
+    E.opt_no_tma_store = no_tma_store || ce_env_flag("TILEC_NO_TMA_STORE");
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);
@@ -1824,6 +1850,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
         }
     }
     ce_async_analyse(&E);
+    ce_tma_store_analyse(&E);
     ce_plan(&E);
     /* a local read as a register operand starts in the layout it is wanted in
      * (its stores were wanted in it too); emit_local_set still widens it if
@@ -1838,6 +1865,18 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
         free(E.body.p);
         arena_free(&E.mem);
         return again ? 1 : -1;
+    }
+    /* (the blocks per SM the kernel could run without them: the shared
+     * memory's, the occupancy asked for, the threads') */
+    int asked = E.opt.num_warps ? 0 : f->occupancy;
+    if (E.opt.max_occupancy > 0 && (asked <= 0 || asked > E.opt.max_occupancy)) asked = E.opt.max_occupancy;
+    int could = smem_blocks_of(smem_below_stage(&E)), by_threads = 2048 / E.threads;
+    if (asked > 0 && asked < could) could = asked;
+    if (by_threads < could) could = by_threads;
+    if (E.stage_bytes && smem_blocks_of(kernel_smem(&E)) < could) {
+        free(E.body.p);
+        arena_free(&E.mem);
+        return 2;
     }
     Buf o = {0}, name = {0};
     ce_buf_printf(&name, "tk_");
@@ -1858,7 +1897,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
      * 228 KiB, 1 KiB reserved per block) caps occupancy anyway: saying so lets
      * ptxas use the registers it wants instead of spilling to reach a third
      * block that could not run. */
-    const int smem_blocks = smem > 0 ? SMEM_PER_SM / (smem + SMEM_PER_BLOCK_RESERVED) : 0;
+    const int smem_blocks = smem_blocks_of(smem);
     if (occ <= 0 && smem > 0 && smem_blocks <= 2) occ = smem_blocks > 0 ? smem_blocks : 1;
     /* ... but never fewer registers than a wgmma's accumulator needs, with
      * room for addresses and descriptors (else ptxas refuses the instruction,
@@ -1872,10 +1911,11 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     ce_buf_printf(&o, ")\n{\n");
     /* (TMA writes shared memory at 128-byte aligned addresses at least) */
     ce_buf_printf(&o, "    extern __shared__ __align__(%d) unsigned char tile_smem[];\n",
-                  E.swizzled ? SWIZZLE_ALIGN : E.ntmaps ? 128 : 16);
+                  E.swizzled || E.stage_bytes ? SWIZZLE_ALIGN : E.ntmaps ? 128 : 16);
     ce_buf_printf(&o, "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n");
     ce_buf_printf(&o, "    (void)lane; (void)warp; (void)tile_smem;\n");
     if (E.async_peak) ce_buf_printf(&o, "    unsigned char *const tile_async = tile_smem + %d;\n", scratch);
+    if (E.stage_bytes) ce_buf_printf(&o, "    unsigned char *const tile_stage = tile_smem + %d;\n", stage_offset(&E));
     emit_prologue(&E, &o);
     for (int i = 0; i < f->nlocals; i++) {
         int ll = E.local_lay[i];

@@ -701,10 +701,14 @@ static int tma_map(Emitter *E, const IrOp *ld, int inner) {
         int a = ld->nints == t->rank ? ld->ints[d] : d;
         m.box[a] = d == col ? inner : t->shape[d];
     }
+    return ce_tma_map_add(E, &m);
+}
+
+int ce_tma_map_add(Emitter *E, const CudaTensorMap *m) {
     for (int k = 0; k < E->ntmaps; k++)
-        if (memcmp(&E->tmaps[k], &m, sizeof m) == 0) return k;
+        if (memcmp(&E->tmaps[k], m, sizeof *m) == 0) return k;
     if (E->ntmaps == CUDA_MAX_TMAPS) return -1;
-    E->tmaps[E->ntmaps] = m;
+    E->tmaps[E->ntmaps] = *m;
     return E->ntmaps++;
 }
 

@@ -3,7 +3,7 @@
  * shape ops, control flow and the kernel; emit_cuda_ops.c: reductions,
  * scans, mma, print; emit_cuda_async.c: mma operands copied by cp.async,
  * pipelined over loops; emit_cuda_remat.c: values made again in the layout
- * a use needs.
+ * a use needs; emit_cuda_store.c: 16-bit tiles stored by TMA.
  * Prefix: ce_. */
 #ifndef TILEC_EMIT_CUDA_INT_H
 #define TILEC_EMIT_CUDA_INT_H
@@ -185,6 +185,12 @@ typedef struct Emitter {
     int wgmma_acc_regs;       /* most accumulator registers per thread of one wgmma product */
     int scratch_hint;         /* most scratch shared memory an earlier pass used (bounds the wgmma pipeline) */
     bool *local_wgmma;        /* per local: a wgmma accumulates into its registers in place */
+    /* stores by TMA through shared memory (emit_cuda_store.c) */
+    bool opt_no_tma_store;    /* TILEC_NO_TMA_STORE, or emitted again without them (cuda_emit) */
+    bool *tma_store_ok;       /* per parameter: an array that only stores access */
+    bool *tma_stored;         /* per parameter: some store of it went by TMA (in this pass or an earlier one) */
+    bool tma_store_any;       /* ... of any array */
+    int64_t stage_bytes;      /* this pass's buffers for them (tile_stage), all warps' */
 } Emitter;
 
 void ce_buf_vprintf(Buf *b, const char *fmt, va_list ap);
@@ -253,6 +259,18 @@ int  ce_mma_kstep(DType operand);
 /* Memory hazards inside a block: before an access of `arr` that must see (or
  * must not be seen by) another thread's earlier access, a barrier. */
 void ce_mem_access(Emitter *E, int arr, IrMemAccess kind);
+
+/* emit_cuda_store.c: 16-bit tiles stored by TMA through shared memory */
+void ce_tma_store_analyse(Emitter *E);
+/* Emits store `op` of value `vid` by TMA when it qualifies (false: nothing emitted). */
+bool ce_tma_store(Emitter *E, const IrOp *op, int vid);
+/* Each warp waits for its stores by TMA: until they are written (before a
+ * barrier that orders another access of their arrays), or until they have
+ * left shared memory (before the kernel ends).  Nothing when none. */
+void ce_tma_store_drain(Emitter *E, bool written);
+/* The index in E->tmaps of tensor map m (added if new); -1 when the kernel
+ * has its CUDA_MAX_TMAPS already. */
+int ce_tma_map_add(Emitter *E, const CudaTensorMap *m);
 
 /* emit_cuda_async.c: mma operands by cp.async */
 typedef struct SmemOperand {

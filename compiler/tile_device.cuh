@@ -360,6 +360,31 @@ TILE_DEV void tile_tma_load(void *smem, const TileTensorMap *map, void *bar, int
 TILE_DEV void tile_tma_load(void *smem, const TileTensorMap *map, void *bar, int c0, int c1, int c2, int c3, int c4) {
     TILE_TMA_LOAD(5, "%3, %4, %5, %6, %7", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
 }
+/* the box of `map` at coordinates c0 (innermost), c1, ... written from shared
+ * memory at `smem` (elements outside the array are not written), in this
+ * thread's next bulk group (tile_bulk_commit) */
+#define TILE_TMA_STORE(N, COORDS, ...)                                                                   \
+    asm volatile("cp.async.bulk.tensor." #N "d.global.shared::cta.bulk_group [%0, {" COORDS "}], [%1];"    \
+                 :: "l"((unsigned long long)map), "r"(tile_smem_addr(smem)), __VA_ARGS__ : "memory")
+TILE_DEV void tile_tma_store(void *smem, const TileTensorMap *map, int c0) {
+    TILE_TMA_STORE(1, "%2", "r"(c0));
+}
+TILE_DEV void tile_tma_store(void *smem, const TileTensorMap *map, int c0, int c1) {
+    TILE_TMA_STORE(2, "%2, %3", "r"(c0), "r"(c1));
+}
+TILE_DEV void tile_tma_store(void *smem, const TileTensorMap *map, int c0, int c1, int c2) {
+    TILE_TMA_STORE(3, "%2, %3, %4", "r"(c0), "r"(c1), "r"(c2));
+}
+TILE_DEV void tile_tma_store(void *smem, const TileTensorMap *map, int c0, int c1, int c2, int c3) {
+    TILE_TMA_STORE(4, "%2, %3, %4, %5", "r"(c0), "r"(c1), "r"(c2), "r"(c3));
+}
+TILE_DEV void tile_tma_store(void *smem, const TileTensorMap *map, int c0, int c1, int c2, int c3, int c4) {
+    TILE_TMA_STORE(5, "%2, %3, %4, %5, %6", "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4));
+}
+TILE_DEV void tile_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+/* this thread's bulk groups done reading shared memory / done altogether */
+TILE_DEV void tile_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+TILE_DEV void tile_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
 /* ---- mma.sync: one wrapper per shape (row.col, f32 accumulators) ---------- */
 TILE_DEV void tile_mma_m16n8k16_bf16(float &d0, float &d1, float &d2, float &d3,

@@ -1,0 +1,149 @@
+/* emit_cuda_store.c: 16-bit tiles stored by the tensor memory accelerator.
+ *
+ * A tile in an mma accumulator's layout holds, per thread, pairs of
+ * neighbouring columns of a few rows: stored where it lies, every warp-wide
+ * store writes 4 bytes a lane, eight rows of 16 bytes (Mamba-2's ssd_scan:
+ * 16 such stores a thread for each step's 64 x 64 y tile, 7% of its stall
+ * samples on the H200, docs/performance.md).  On sm_90a such a tile goes
+ * instead through shared memory: each warp writes its own rows into a
+ * buffer of its own, in the swizzled layout a TMA box lands in (4-byte
+ * stores, free of bank conflicts for an accumulator's layout), and one lane
+ * hands the box to the tensor memory accelerator, which writes it to global
+ * memory whole, clipping what lies outside the array, while the warp goes on.
+ * No barrier: a warp waits only until its previous box has been read out of
+ * its buffer before writing the buffer again.
+ *
+ * Which stores (ce_tma_store): 16-bit tiles, on sm_90a unless TILEC_NO_TMA or
+ * TILEC_NO_TMA_STORE, into an array a tensor map can describe
+ * (CUDA_ARRAY_TMA) that nothing in the kernel reads (a TMA write completes
+ * asynchronously: a later read by another thread would need its wait), the
+ * tile's view in the array's axis order, every thread holding distinct
+ * elements, register pairs holding neighbouring elements of the last axis,
+ * and each warp a box: its warp bits the high bits of each axis.
+ * Ordering: before a barrier that orders another access of such an array
+ * (ce_mem_access) every warp waits until its stores are written
+ * (ce_tma_store_drain); before the kernel ends, until they have been read
+ * from shared memory.  The buffers lie after all other shared memory
+ * (tile_stage, emit_cuda.c); cuda_emit emits a kernel again without these
+ * stores when their buffers would cost it a block per SM.
+ * Prefix: ce_. */
+#include "emit_cuda_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Arrays that only stores access in f (per parameter), which TMA may write. */
+static void only_stored(const IrBlock *blk, bool *ok) {
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (ir_op_mem_access(o) != IR_MEM_NONE && o->op != OP_STORE && o->array >= 0) ok[o->array] = false;
+        only_stored(o->body, ok);
+        only_stored(o->else_body, ok);
+    }
+}
+
+void ce_tma_store_analyse(Emitter *E) {
+    const IrFunc *f = E->f;
+    E->tma_store_ok = ARENA_ARRAY(&E->mem, bool, f->nparams + 1);
+    E->tma_stored = ARENA_ARRAY(&E->mem, bool, f->nparams + 1);
+    for (int i = 0; i < f->nparams; i++) E->tma_store_ok[i] = f->params[i].kind == IRP_ARRAY;
+    only_stored(f->body, E->tma_store_ok);
+}
+
+void ce_tma_store_drain(Emitter *E, bool written) {
+    if (!E->tma_store_any) return;
+    ce_out(E, "if (lane == 0) %s();   /* this warp's stores by TMA %s */", written ? "tile_bulk_wait" : "tile_bulk_wait_read",
+           written ? "written" : "read out of shared memory");
+}
+
+/* The box each warp of layout L (tile shape `shape`, rank dims) holds:
+ * box[d] elements along axis d, its coordinate bits below the warp's; false
+ * when a warp's elements are not such a box. */
+static bool warp_box(const Layout *L, int rank, const int *shape, int *box) {
+    for (int d = 0; d < rank; d++) {
+        int n = lay_log2(shape[d]), k = n;
+        for (int j = 0; j < n; j++) {
+            bool warp = L->space[lay_pos(rank, shape, d, j)] == LAY_WARP;
+            if (warp && k == n) k = j;
+            else if (!warp && k < n) return false;   /* a thread's bit above a warp bit */
+        }
+        box[d] = 1 << k;
+    }
+    return true;
+}
+
+bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
+    const Type *t = ce_vtype(E, vid);
+    int rank = t->rank, arr = op->array, lay = ce_val(E, vid)->lay;
+    if (!E->opt_wgmma || E->opt_no_tma || E->opt_no_tma_store || !E->tma_store_ok[arr] || ce_regsize(t->dtype) != 2 ||
+        rank > 5 || E->f->params[arr].rank != rank || !(ce_array_flags(E, arr) & CUDA_ARRAY_TMA))
+        return false;
+    for (int d = 0; op->nints == rank && d < rank; d++)
+        if (op->ints[d] != d) return false;
+    const Layout *L = ce_lay(E, lay);
+    int box[TILE_MAX_RANK];
+    if (!lay_full(L) || ce_owner(E, lay) || L->space[0] != LAY_REG || L->bit[0] != 0 || !warp_box(L, rank, t->shape, box))
+        return false;
+    int f = rank - 1, rows = 1, fb = box[f] * 2, w = fb >= 128 ? 128 : fb;
+    for (int d = 0; d < f; d++) rows *= box[d];
+    /* (every box at the swizzle's alignment: 8 rows of w bytes) */
+    for (int d = 0; d < f; d++)
+        if (box[d] > 256) return false;
+    if (w < 32 || fb % w || rows % 8) return false;
+    CudaTensorMap m;
+    memset(&m, 0, sizeof m);
+    m.param = arr;
+    m.elem_bytes = 2;
+    m.swizzle = w;
+    for (int d = 0; d < rank; d++) m.box[d] = d == f ? w / 2 : box[d];
+    int map = ce_tma_map_add(E, &m);
+    if (map < 0) return false;
+    int bytes = rows * fb;
+    if ((int64_t)bytes * (E->threads / 32) > E->stage_bytes) E->stage_bytes = (int64_t)bytes * (E->threads / 32);
+    E->tma_stored[arr] = E->tma_store_any = true;
+
+    ce_out(E, "{   /* stored by TMA: each warp its %d x %d box through shared memory (emit_cuda_store.c) */", rows, box[f]);
+    E->indent++;
+    ce_out(E, "unsigned char *S = tile_stage + warp * %d;", bytes);
+    ce_out(E, "if (lane == 0) tile_bulk_wait_read();   /* the warp's last box has left its buffer */");
+    ce_out(E, "__syncwarp();");
+    /* the thread's coordinates inside its warp's box, then each register pair's */
+    const char *in[TILE_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        in[d] = ce_fresh(E, "wb");
+        ce_out(E, "const int %s = %s & %d;", in[d], ce_thread_coord(E, lay, d), box[d] - 1);
+    }
+    const char *name = ce_val(E, vid)->name;
+    for (int r = 0; r < ce_nregs(E, lay); r += 2) {
+        Buf row = {0};
+        ce_buf_printf(&row, "0");
+        for (int d = 0, stride = rows; d < f; d++) {
+            stride /= box[d];
+            ce_buf_printf(&row, " + (%s + %lld) * %d", in[d], (long long)ce_reg_coord(E, lay, r, d), stride);
+        }
+        const char *col = ce_fmt_str(E, "(%s + %lld)", in[f], (long long)ce_reg_coord(E, lay, r, f));
+        const char *at = ce_fmt_str(E, "%s + (%s * 2 & 15)", ce_swizzle_offset(E, w, ce_fmt_str(E, "(%s)", row.p), col, rows, 2), col);
+        ce_out(E, "*(unsigned *)(S + %s) = (unsigned)(unsigned short)%s | ((unsigned)(unsigned short)%s << 16);", at,
+               ce_reg(E, name, lay, r), ce_reg(E, name, lay, r + 1));
+        free(row.p);
+    }
+    ce_out(E, "tile_fence_proxy_async();   /* the writes made visible to the copy engine */");
+    ce_out(E, "__syncwarp();");
+    ce_out(E, "if (lane == 0) {");
+    E->indent++;
+    for (int h = 0; h < fb / w; h++) {
+        Buf c = {0};
+        for (int d = rank - 1; d >= 0; d--) {   /* innermost first; the warp's box within the tile */
+            ce_buf_printf(&c, ", tile_tma_coord((long long)%s * %d + (%s & ~%d)%s)", ce_vreg(E, op->args[d], 0), t->shape[d],
+                          ce_thread_coord(E, lay, d), box[d] - 1, d == f && h ? ce_fmt_str(E, " + %d", h * w / 2) : "");
+        }
+        ce_out(E, "tile_tma_store(S + %d, &tm%d%s);", h * rows * w, map, c.p);
+        free(c.p);
+    }
+    ce_out(E, "tile_bulk_commit();");
+    E->indent--;
+    ce_out(E, "}");
+    E->indent--;
+    ce_out(E, "}");
+    return true;
+}
