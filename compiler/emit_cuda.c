@@ -877,6 +877,7 @@ static void emit_store(Emitter *E, const IrOp *op) {
     Access A = {true, dt, arr, lay, v->name, NULL};
     emit_access(E, &mv, &A, V);
     if (own) E->indent--, ce_out(E, "}");
+    ce_tma_store_fence_plain(E, arr);
     E->indent--;
     ce_out(E, "}");
 }
@@ -1870,9 +1871,9 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
      * memory's, the occupancy asked for, the threads') */
     int asked = E.opt.num_warps ? 0 : f->occupancy;
     if (E.opt.max_occupancy > 0 && (asked <= 0 || asked > E.opt.max_occupancy)) asked = E.opt.max_occupancy;
-    int could = smem_blocks_of(smem_below_stage(&E)), by_threads = 2048 / E.threads;
+    int could = 2048 / E.threads, below = smem_below_stage(&E);
+    if (below > 0 && smem_blocks_of(below) < could) could = smem_blocks_of(below);
     if (asked > 0 && asked < could) could = asked;
-    if (by_threads < could) could = by_threads;
     if (E.stage_bytes && smem_blocks_of(kernel_smem(&E)) < could) {
         free(E.body.p);
         arena_free(&E.mem);

@@ -191,6 +191,7 @@ typedef struct Emitter {
     bool *tma_stored;         /* per parameter: some store of it went by TMA (in this pass or an earlier one) */
     bool tma_store_any;       /* ... of any array */
     int64_t stage_bytes;      /* this pass's buffers for them (tile_stage), all warps' */
+    int stage_stride;         /* a warp's buffer: the largest box of any pass */
 } Emitter;
 
 void ce_buf_vprintf(Buf *b, const char *fmt, va_list ap);
@@ -268,6 +269,9 @@ bool ce_tma_store(Emitter *E, const IrOp *op, int vid);
  * barrier that orders another access of their arrays), or until they have
  * left shared memory (before the kernel ends).  Nothing when none. */
 void ce_tma_store_drain(Emitter *E, bool written);
+/* After a plain store of `arr`: the fence that orders it before the copy
+ * engine's stores of the same array (when there are any). */
+void ce_tma_store_fence_plain(Emitter *E, int arr);
 /* The index in E->tmaps of tensor map m (added if new); -1 when the kernel
  * has its CUDA_MAX_TMAPS already. */
 int ce_tma_map_add(Emitter *E, const CudaTensorMap *m);

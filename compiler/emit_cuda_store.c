@@ -20,10 +20,13 @@
  * tile's view in the array's axis order, every thread holding distinct
  * elements, register pairs holding neighbouring elements of the last axis,
  * and each warp a box: its warp bits the high bits of each axis.
- * Ordering: before a barrier that orders another access of such an array
- * (ce_mem_access) every warp waits until its stores are written
- * (ce_tma_store_drain); before the kernel ends, until they have been read
- * from shared memory.  The buffers lie after all other shared memory
+ * Ordering: before every barrier that orders accesses of an array
+ * (ce_mem_access), once the kernel has stores by TMA, every warp waits until
+ * they are written (ce_tma_store_drain: such a barrier orders all arrays'
+ * earlier accesses); before the kernel ends, or returns, until they have been
+ * read from shared memory.  A plain store of an array that also has stores by
+ * TMA is followed by a fence of the async proxy, so that a later TMA store
+ * lands after it.  The buffers lie after all other shared memory
  * (tile_stage, emit_cuda.c); cuda_emit emits a kernel again without these
  * stores when their buffers would cost it a block per SM.
  * Prefix: ce_. */
@@ -48,6 +51,11 @@ void ce_tma_store_analyse(Emitter *E) {
     E->tma_stored = ARENA_ARRAY(&E->mem, bool, f->nparams + 1);
     for (int i = 0; i < f->nparams; i++) E->tma_store_ok[i] = f->params[i].kind == IRP_ARRAY;
     only_stored(f->body, E->tma_store_ok);
+}
+
+void ce_tma_store_fence_plain(Emitter *E, int arr) {
+    if (E->tma_stored[arr]) ce_out(E, "tile_fence_proxy_async_all();   /* before the copy engine's stores of %s */",
+                                   E->f->params[arr].name);
 }
 
 void ce_tma_store_drain(Emitter *E, bool written) {
@@ -98,13 +106,18 @@ bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
     for (int d = 0; d < rank; d++) m.box[d] = d == f ? w / 2 : box[d];
     int map = ce_tma_map_add(E, &m);
     if (map < 0) return false;
+    /* every store's buffer a warp at one stride, the largest box of this
+     * pass or an earlier one (the final pass follows an analysis pass that
+     * saw all its stores): a warp's buffers of two stores must not overlap
+     * another warp's */
     int bytes = rows * fb;
-    if ((int64_t)bytes * (E->threads / 32) > E->stage_bytes) E->stage_bytes = (int64_t)bytes * (E->threads / 32);
+    if (bytes > E->stage_stride) E->stage_stride = bytes;
+    E->stage_bytes = (int64_t)E->stage_stride * (E->threads / 32);
     E->tma_stored[arr] = E->tma_store_any = true;
 
     ce_out(E, "{   /* stored by TMA: each warp its %d x %d box through shared memory (emit_cuda_store.c) */", rows, box[f]);
     E->indent++;
-    ce_out(E, "unsigned char *S = tile_stage + warp * %d;", bytes);
+    ce_out(E, "unsigned char *S = tile_stage + warp * %d;", E->stage_stride);
     ce_out(E, "if (lane == 0) tile_bulk_wait_read();   /* the warp's last box has left its buffer */");
     ce_out(E, "__syncwarp();");
     /* the thread's coordinates inside its warp's box, then each register pair's */
