@@ -591,9 +591,11 @@ static int chunked_tiles_given(const M2Options *o) {
 }
 
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
- * default, on wgmma (where it was measured) and without z (not timed with
- * it: ssd_scan then takes 1 block per SM, 118 KB of shared memory, ptxas,
- * NVRTC 13.0), the scan for 16-bit inputs, and for f32
+ * default, on wgmma (where it was measured) and without z (with it ssd_scan
+ * takes 1 block per SM, 118 KB of shared memory, ptxas, NVRTC 13.0; bf16 with
+ * z, H200, 2026-12-04, chunked -> scan: the anchor 1.465 -> 1.48-1.50 ms,
+ * (2, 16384, 80) 1.64 -> 1.74, (8, 2048, 24) 0.29 -> 0.32, only (1, 4096, 80)
+ * faster, 0.288 -> 0.265), the scan for 16-bit inputs, and for f32
  * inputs (tf32) where there are 4 blocks per SM or more: each block walks
  * the whole sequence (or a segment of it, scan_segments; tf32 with the
  * split not measured against chunks beyond (2, 16384, 80): 2.80 against 2.97
