@@ -265,9 +265,10 @@ void ce_mem_access(Emitter *E, int arr, IrMemAccess kind);
 void ce_tma_store_analyse(Emitter *E);
 /* Emits store `op` of value `vid` by TMA when it qualifies (false: nothing emitted). */
 bool ce_tma_store(Emitter *E, const IrOp *op, int vid);
-/* Each warp waits for its stores by TMA: until they are written (before a
- * barrier that orders another access of their arrays), or until they have
- * left shared memory (before the kernel ends).  Nothing when none. */
+/* Each warp waits for its stores by TMA: until they are written (before any
+ * barrier that orders memory accesses: it orders every array's), or until
+ * they have left shared memory (before the kernel ends or returns).  Nothing
+ * when the kernel has none. */
 void ce_tma_store_drain(Emitter *E, bool written);
 /* After a plain store of `arr`: the fence that orders it before the copy
  * engine's stores of the same array (when there are any). */
