@@ -36,7 +36,8 @@ enum {
  * which the runtime compiles first and tilec --emit assumes. */
 #define CUDA_ARRAY_FAST (CUDA_ARRAY_VEC16 | CUDA_ARRAY_OFF32 | CUDA_ARRAY_TMA)
 
-/* A tensor map the kernel reads (CudaKernelCode.tmaps): the runtime encodes
+/* A tensor map the kernel copies through, into shared memory or out of it
+ * (stores by TMA: emit_cuda_store.c) (CudaKernelCode.tmaps): the runtime encodes
  * it at launch for the array argument `param` and passes it by value, after
  * the IrFunc parameters, as `const __grid_constant__ TileTensorMap tm<k>`. */
 #define CUDA_MAX_TMAPS 8
