@@ -32,6 +32,7 @@
  */
 #include "emit_cuda_int.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1763,22 +1764,23 @@ static int smem_blocks_of(int smem) { return smem > 0 ? SMEM_PER_SM / (smem + SM
  * needs a pipeline, so the kernel is emitted again with all such products
  * on mma.sync (mma_sync_tf32_kn), whose buffers are smaller. */
 static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn,
-                       bool no_tma_store);
+                       int *store_cap);
 
 /* ... and 2 when the buffers of stores by TMA would cost the kernel a block
- * per SM (emit_cuda_store.c): emitted again without them. */
+ * per SM (emit_cuda_store.c): emitted again with only the stores of smaller
+ * boxes by TMA (*store_cap lowered below the largest), until none are. */
 int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d) {
-    bool kn = false, no_store = false;
+    bool kn = false;
+    int store_cap = INT_MAX;
     for (;;) {
-        int rc = emit_kernel(f, opt, res, d, kn, no_store);
+        int rc = emit_kernel(f, opt, res, d, kn, &store_cap);
         if (rc == 1 && !kn) kn = true;
-        else if (rc == 2 && !no_store) no_store = true;
-        else return rc;
+        else if (rc != 2) return rc;
     }
 }
 
 static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn,
-                       bool no_tma_store) {
+                       int *store_cap) {
     memset(res, 0, sizeof *res);
     Emitter E;
     memset(&E, 0, sizeof E);
@@ -1835,7 +1837,8 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_tma_round = !ce_env_flag("TILEC_NO_TMA_ROUND");
     /* TILEC_NO_TMA_STORE=1: 16-bit tiles stored from registers as they lie
      * (for measurements; emit_cuda_store.c) */
-    E.opt_no_tma_store = no_tma_store || ce_env_flag("TILEC_NO_TMA_STORE");
+    E.opt_no_tma_store = ce_env_flag("TILEC_NO_TMA_STORE");
+    E.stage_cap = *store_cap;
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);
     E.mem_state = ARENA_ARRAY(&E.mem, unsigned char, f->nparams + 1);
@@ -1875,6 +1878,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     if (below > 0 && smem_blocks_of(below) < could) could = smem_blocks_of(below);
     if (asked > 0 && asked < could) could = asked;
     if (E.stage_bytes && smem_blocks_of(kernel_smem(&E)) < could) {
+        *store_cap = E.stage_stride - 1;   /* (strictly lower each time: this ends) */
         free(E.body.p);
         arena_free(&E.mem);
         return 2;

@@ -186,7 +186,8 @@ typedef struct Emitter {
     int scratch_hint;         /* most scratch shared memory an earlier pass used (bounds the wgmma pipeline) */
     bool *local_wgmma;        /* per local: a wgmma accumulates into its registers in place */
     /* stores by TMA through shared memory (emit_cuda_store.c) */
-    bool opt_no_tma_store;    /* TILEC_NO_TMA_STORE, or emitted again without them (cuda_emit) */
+    bool opt_no_tma_store;    /* TILEC_NO_TMA_STORE */
+    int stage_cap;            /* the largest box a warp may store by TMA, bytes (cuda_emit lowers it) */
     bool *tma_store_ok;       /* per parameter: an array that only stores access */
     bool *tma_stored;         /* per parameter: some store of it went by TMA (in this pass or an earlier one) */
     bool tma_store_any;       /* ... of any array */

@@ -27,8 +27,10 @@
  * read from shared memory.  A plain store of an array that also has stores by
  * TMA is followed by a fence of the async proxy, so that a later TMA store
  * lands after it.  The buffers lie after all other shared memory
- * (tile_stage, emit_cuda.c); cuda_emit emits a kernel again without these
- * stores when their buffers would cost it a block per SM.
+ * (tile_stage, emit_cuda.c), one stride a warp for all its stores (the
+ * largest box); when they would cost the kernel a block per SM, cuda_emit
+ * emits it again with only the stores of smaller boxes by TMA (stage_cap),
+ * down to none.
  * Prefix: ce_. */
 #include "emit_cuda_int.h"
 
@@ -82,9 +84,12 @@ static bool warp_box(const Layout *L, int rank, const int *shape, int *box) {
 
 bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
     const Type *t = ce_vtype(E, vid);
-    int rank = t->rank, arr = op->array, lay = ce_val(E, vid)->lay;
-    if (!E->opt_wgmma || E->opt_no_tma || E->opt_no_tma_store || !E->tma_store_ok[arr] || ce_regsize(t->dtype) != 2 ||
-        rank > 5 || E->f->params[arr].rank != rank || !(ce_array_flags(E, arr) & CUDA_ARRAY_TMA))
+    int rank = t->rank, arr = op->array, lay = ce_val(E, vid)->lay, es = ce_regsize(t->dtype);
+    /* (16-bit only: 32-bit tiles the same way, tried, put Mamba-2's
+     * once-per-block f32 state stores on TMA with 8 KB buffers a warp, but
+     * not the tf32 scan's y, whose buffers would cost it a block: not kept,
+     * untimed; their stores fill whole sectors anyway) */
+    if (!E->opt_wgmma || E->opt_no_tma || E->opt_no_tma_store || !E->tma_store_ok[arr] || es != 2 || rank > 5 || E->f->params[arr].rank != rank || !(ce_array_flags(E, arr) & CUDA_ARRAY_TMA))
         return false;
     for (int d = 0; op->nints == rank && d < rank; d++)
         if (op->ints[d] != d) return false;
@@ -92,7 +97,7 @@ bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
     int box[TILE_MAX_RANK];
     if (!lay_full(L) || ce_owner(E, lay) || L->space[0] != LAY_REG || L->bit[0] != 0 || !warp_box(L, rank, t->shape, box))
         return false;
-    int f = rank - 1, rows = 1, fb = box[f] * 2, w = fb >= 128 ? 128 : fb;
+    int f = rank - 1, rows = 1, fb = box[f] * es, w = fb >= 128 ? 128 : fb;
     for (int d = 0; d < f; d++) rows *= box[d];
     /* (every box at the swizzle's alignment: 8 rows of w bytes) */
     for (int d = 0; d < f; d++)
@@ -101,9 +106,10 @@ bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
     CudaTensorMap m;
     memset(&m, 0, sizeof m);
     m.param = arr;
-    m.elem_bytes = 2;
+    m.elem_bytes = es;
     m.swizzle = w;
-    for (int d = 0; d < rank; d++) m.box[d] = d == f ? w / 2 : box[d];
+    for (int d = 0; d < rank; d++) m.box[d] = d == f ? w / es : box[d];
+    if (rows * fb > E->stage_cap) return false;
     int map = ce_tma_map_add(E, &m);
     if (map < 0) return false;
     /* every store's buffer a warp at one stride, the largest box of this
@@ -135,9 +141,10 @@ bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
             ce_buf_printf(&row, " + (%s + %lld) * %d", in[d], (long long)ce_reg_coord(E, lay, r, d), stride);
         }
         const char *col = ce_fmt_str(E, "(%s + %lld)", in[f], (long long)ce_reg_coord(E, lay, r, f));
-        const char *at = ce_fmt_str(E, "%s + (%s * 2 & 15)", ce_swizzle_offset(E, w, ce_fmt_str(E, "(%s)", row.p), col, rows, 2), col);
-        ce_out(E, "*(unsigned *)(S + %s) = (unsigned)(unsigned short)%s | ((unsigned)(unsigned short)%s << 16);", at,
-               ce_reg(E, name, lay, r), ce_reg(E, name, lay, r + 1));
+        const char *at = ce_fmt_str(E, "%s + (%s * %d & 15)", ce_swizzle_offset(E, w, ce_fmt_str(E, "(%s)", row.p), col, rows, es),
+                                    col, es);
+        const char *x = ce_reg(E, name, lay, r), *y = ce_reg(E, name, lay, r + 1);
+        ce_out(E, "*(unsigned *)(S + %s) = (unsigned)(unsigned short)%s | ((unsigned)(unsigned short)%s << 16);", at, x, y);
         free(row.p);
     }
     ce_out(E, "tile_fence_proxy_async();   /* the writes made visible to the copy engine */");
@@ -148,7 +155,7 @@ bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
         Buf c = {0};
         for (int d = rank - 1; d >= 0; d--) {   /* innermost first; the warp's box within the tile */
             ce_buf_printf(&c, ", tile_tma_coord((long long)%s * %d + (%s & ~%d)%s)", ce_vreg(E, op->args[d], 0), t->shape[d],
-                          ce_thread_coord(E, lay, d), box[d] - 1, d == f && h ? ce_fmt_str(E, " + %d", h * w / 2) : "");
+                          ce_thread_coord(E, lay, d), box[d] - 1, d == f && h ? ce_fmt_str(E, " + %d", h * w / es) : "");
         }
         ce_out(E, "tile_tma_store(S + %d, &tm%d%s);", h * rows * w, map, c.p);
         free(c.p);
