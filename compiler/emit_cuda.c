@@ -1721,9 +1721,6 @@ static void emitter_reset(Emitter *E) {
     for (int k = 0; k < E->nlays; k++) E->lay_used[k] = false;
 }
 
-/* Hopper's shared memory per SM for blocks, and what each block reserves. */
-#define SMEM_PER_SM 233472
-#define SMEM_PER_BLOCK_RESERVED 1024
 
 /* The analysis passes, which settle the layouts of locals, then the pass
  * that writes the body. */

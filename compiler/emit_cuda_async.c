@@ -1306,6 +1306,45 @@ static void plan_tma(Emitter *E, const IrOp *loop) {
     if (E->async_top > E->async_peak) E->async_peak = E->async_top;
 }
 
+/* Blocks per SM the kernel's shared memory allows with the pipeline's
+ * buffers up to `top` (the scratch area an earlier pass used before them). */
+static int blocks_with(const Emitter *E, int64_t top) {
+    return (int)(SMEM_PER_SM / (E->scratch_hint + top + SMEM_PER_BLOCK_RESERVED));
+}
+
+/* In a wgmma loop whose loads ask for their depth (`latency`: the program
+ * keeps the pipeline short so that blocks share an SM), loads read into
+ * registers alone leave the pipeline, the largest first, while their
+ * buffers leave the kernel 1 block per SM where without them it would run
+ * 2; they are then loaded where they stand.  (Only then: where shared
+ * memory would allow 3 blocks instead of 4, registers or the buffers of
+ * stores by TMA, counted later, decide, and such loads would wait on
+ * memory every iteration for nothing.)  Mamba-2's ssd_scan with z: the gate's
+ * z tile (2 x 8 KB) took it from 2 blocks per SM to 1; off the pipeline
+ * (H200, 2026-12-04, bf16 with z, ms): the anchor 1.48 -> 1.19, (2, 16384)
+ * 1.73 -> 1.20, (1, 4096) 0.261 -> 0.194, (8, 2048, 24) 0.316 -> 0.23. */
+static void drop_costly_readbacks(Emitter *E, int stages, int copies) {
+    for (;;) {
+        int64_t keep = E->async_top, all = pipe_top(E, stages, copies);
+        for (int j = 0; j < E->pipe.n; j++)   /* (an estimate: the buffers' alignment left out) */
+            if (E->pipe.readback[j] && !ce_async_is_load(E, E->pipe.loads[j]->result))
+                keep -= stages * tile_bytes(E, E->pipe.loads[j]->result);
+        if (blocks_with(E, all) >= 2 || blocks_with(E, all + keep - E->async_top) < 2) return;
+        int big = -1;
+        for (int j = 0; j < E->pipe.n; j++)
+            if (E->pipe.readback[j] && !ce_async_is_load(E, E->pipe.loads[j]->result) &&
+                (big < 0 || tile_bytes(E, E->pipe.loads[j]->result) > tile_bytes(E, E->pipe.loads[big]->result)))
+                big = j;
+        if (big < 0) return;
+        E->async_pitch[E->pipe.loads[big]->result] = 0;
+        for (int j = big; j + 1 < E->pipe.n; j++) {
+            E->pipe.loads[j] = E->pipe.loads[j + 1];
+            E->pipe.readback[j] = E->pipe.readback[j + 1];
+        }
+        E->pipe.n--;
+    }
+}
+
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save) {
     save->pipe = E->pipe;
     save->top = E->async_top;
@@ -1384,6 +1423,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         E->pipe.n = 0;
         return false;
     }
+    if (wg && hinted) drop_costly_readbacks(E, stages, tr_late ? 2 : 3);
     for (int j = 0; j < E->pipe.n; j++) {
         E->pipe.off[j] = async_alloc(E, E->pipe.loads[j]->result, stages * tile_bytes(E, E->pipe.loads[j]->result));
         E->async_stages[E->pipe.loads[j]->result] = stages;

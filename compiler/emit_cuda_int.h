@@ -28,6 +28,10 @@ typedef struct Val {
     const char *name;     /* C name of its registers */
 } Val;
 
+/* Hopper's shared memory per SM for blocks, and what each block reserves. */
+#define SMEM_PER_SM 233472
+#define SMEM_PER_BLOCK_RESERVED 1024
+
 #define ASYNC_MAX_PIPE 8
 /* A swizzled wgmma operand buffer starts at a multiple of this: the
  * hardware's swizzle is a function of address bits 4-9 (emit_cuda_wgmma.c). */
