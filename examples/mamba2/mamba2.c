@@ -591,11 +591,14 @@ static int chunked_tiles_given(const M2Options *o) {
 }
 
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
- * default, on wgmma (where it was measured) and without z (with it ssd_scan
- * takes 1 block per SM, 118 KB of shared memory, ptxas, NVRTC 13.0; bf16 with
- * z, H200, 2026-12-04, chunked -> scan: the anchor 1.465 -> 1.48-1.50 ms,
- * (2, 16384, 80) 1.64 -> 1.74, (8, 2048, 24) 0.29 -> 0.32, only (1, 4096, 80)
- * faster, 0.288 -> 0.265), the scan for 16-bit inputs, and for f32
+ * default, on wgmma (where it was measured), the scan for 16-bit inputs,
+ * with z too since its tile no longer rides the scan's pipeline (which took
+ * the kernel to 1 block per SM: compiler/emit_cuda_async.c,
+ * drop_costly_readbacks; bf16 with z, H200, 2026-12-04, chunked -> scan:
+ * the anchor 1.477 -> 1.184-1.188 ms, (2, 16384, 80) 1.648 -> 1.204, (1,
+ * 4096, 80) 0.288 -> 0.194, (8, 2048, 24) 0.289 -> 0.224-0.238; at 1 block
+ * per SM the scan was slower at three of them: 1.49, 1.73, 0.26, 0.32); and
+ * for f32 (not with z: not timed)
  * inputs (tf32) where there are 4 blocks per SM or more: each block walks
  * the whole sequence (or a segment of it, scan_segments; tf32 with the
  * split not measured against chunks beyond (2, 16384, 80): 2.80 against 2.97
@@ -613,9 +616,10 @@ static int chunked_tiles_given(const M2Options *o) {
  * chunked pass is given. */
 static int use_scan(const Run *run, const M2Options *o, const M2Shape *s, const struct M2RandomFeatures *f) {
     if (o->pass != M2_PASS_DEFAULT) return o->pass == M2_PASS_SCAN;
-    if (f->has_z || scan_unfit(o, s) || !on_wgmma(run)) return 0;
+    if (scan_unfit(o, s) || !on_wgmma(run)) return 0;
     if (chunked_tiles_given(o)) return 0;
     if (o->dtype != TILE_F32) return 1;
+    if (f->has_z) return 0;
     /* (blocks of the default 64 head dims: --block-p-state is fwd_pass_state's
      * too, and smaller tiles on the scan were not timed for tf32) */
     const int sms = run->ctx ? tile_ctx_multiprocessors(run->ctx) : 132;
