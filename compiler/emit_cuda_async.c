@@ -54,7 +54,9 @@
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,
  * zero padding, at most two non-unit axes, one of them contiguous), all of
- * them or none: none when one tile is over READBACK_MAX_BYTES.  Riding it,
+ * them or none: none when one tile is over READBACK_MAX_BYTES (in a short
+ * wgmma pipeline the largest leave it where their buffers would hold the
+ * kernel to 1 block per SM: drop_costly_readbacks).  Riding it,
  * they are copied with cp.async into their own buffers ahead of time, then,
  * where the load stands, read from this iteration's buffer into registers
  * (16-byte shared-memory loads), so no iteration waits on global memory.
