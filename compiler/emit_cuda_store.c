@@ -89,7 +89,8 @@ bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
      * once-per-block f32 state stores on TMA with 8 KB buffers a warp, but
      * not the tf32 scan's y, whose buffers would cost it a block: not kept,
      * untimed; their stores fill whole sectors anyway) */
-    if (!E->opt_wgmma || E->opt_no_tma || E->opt_no_tma_store || !E->tma_store_ok[arr] || es != 2 || rank > 5 || E->f->params[arr].rank != rank || !(ce_array_flags(E, arr) & CUDA_ARRAY_TMA))
+    if (!E->opt_wgmma || E->opt_no_tma || E->opt_no_tma_store || !E->tma_store_ok[arr] || es != 2 || rank > 5 ||
+        E->f->params[arr].rank != rank || !(ce_array_flags(E, arr) & CUDA_ARRAY_TMA))
         return false;
     for (int d = 0; op->nints == rank && d < rank; d++)
         if (op->ints[d] != d) return false;
@@ -102,14 +103,13 @@ bool ce_tma_store(Emitter *E, const IrOp *op, int vid) {
     /* (every box at the swizzle's alignment: 8 rows of w bytes) */
     for (int d = 0; d < f; d++)
         if (box[d] > 256) return false;
-    if (w < 32 || fb % w || rows % 8) return false;
+    if (w < 32 || fb % w || rows % 8 || rows * fb > E->stage_cap) return false;
     CudaTensorMap m;
     memset(&m, 0, sizeof m);
     m.param = arr;
     m.elem_bytes = es;
     m.swizzle = w;
     for (int d = 0; d < rank; d++) m.box[d] = d == f ? w / es : box[d];
-    if (rows * fb > E->stage_cap) return false;
     int map = ce_tma_map_add(E, &m);
     if (map < 0) return false;
     /* every store's buffer a warp at one stride, the largest box of this
