@@ -1753,7 +1753,7 @@ static int stage_offset(const Emitter *E) {
     return E->stage_bytes ? (below + SWIZZLE_ALIGN - 1) / SWIZZLE_ALIGN * SWIZZLE_ALIGN : below;
 }
 static int kernel_smem(const Emitter *E) { return stage_offset(E) + (int)E->stage_bytes; }
-static int smem_blocks_of(int smem) { return smem > 0 ? SMEM_PER_SM / (smem + SMEM_PER_BLOCK_RESERVED) : 0; }
+int ce_smem_blocks(int64_t smem) { return smem > 0 ? (int)(SMEM_PER_SM / (smem + SMEM_PER_BLOCK_RESERVED)) : 0; }
 
 /* cuda_emit's work; returns 1 (nothing made) when the load of a tf32 B that a
  * wgmma product reads through a transposed copy was not pipelined (its
@@ -1872,9 +1872,9 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     int asked = E.opt.num_warps ? 0 : f->occupancy;
     if (E.opt.max_occupancy > 0 && (asked <= 0 || asked > E.opt.max_occupancy)) asked = E.opt.max_occupancy;
     int could = 2048 / E.threads, below = smem_below_stage(&E);
-    if (below > 0 && smem_blocks_of(below) < could) could = smem_blocks_of(below);
+    if (below > 0 && ce_smem_blocks(below) < could) could = ce_smem_blocks(below);
     if (asked > 0 && asked < could) could = asked;
-    if (E.stage_bytes && smem_blocks_of(kernel_smem(&E)) < could) {
+    if (E.stage_bytes && ce_smem_blocks(kernel_smem(&E)) < could) {
         *store_cap = E.stage_stride - 1;   /* (strictly lower each time: this ends) */
         free(E.body.p);
         arena_free(&E.mem);
@@ -1899,7 +1899,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
      * 228 KiB, 1 KiB reserved per block) caps occupancy anyway: saying so lets
      * ptxas use the registers it wants instead of spilling to reach a third
      * block that could not run. */
-    const int smem_blocks = smem_blocks_of(smem);
+    const int smem_blocks = ce_smem_blocks(smem);
     if (occ <= 0 && smem > 0 && smem_blocks <= 2) occ = smem_blocks > 0 ? smem_blocks : 1;
     /* ... but never fewer registers than a wgmma's accumulator needs, with
      * room for addresses and descriptors (else ptxas refuses the instruction,

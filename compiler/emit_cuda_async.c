@@ -1308,10 +1308,9 @@ static void plan_tma(Emitter *E, const IrOp *loop) {
     if (E->async_top > E->async_peak) E->async_peak = E->async_top;
 }
 
-/* Blocks per SM the kernel's shared memory allows with the pipeline's
- * buffers up to `top` (the scratch area an earlier pass used before them). */
-static int blocks_with(const Emitter *E, int64_t top) {
-    return (int)(SMEM_PER_SM / (E->scratch_hint + top + SMEM_PER_BLOCK_RESERVED));
+/* Is pipeline load j one read into registers alone (no product reads its buffer)? */
+static bool register_read(Emitter *E, int j) {
+    return E->pipe.readback[j] && !ce_async_is_load(E, E->pipe.loads[j]->result);
 }
 
 /* In a wgmma loop whose loads ask for their depth (`latency`: the program
@@ -1327,17 +1326,16 @@ static int blocks_with(const Emitter *E, int64_t top) {
  * 1.73 -> 1.20, (1, 4096) 0.261 -> 0.194, (8, 2048, 24) 0.316 -> 0.23. */
 static void drop_costly_readbacks(Emitter *E, int stages, int copies) {
     for (;;) {
-        int64_t keep = E->async_top, all = pipe_top(E, stages, copies);
-        for (int j = 0; j < E->pipe.n; j++)   /* (an estimate: the buffers' alignment left out) */
-            if (E->pipe.readback[j] && !ce_async_is_load(E, E->pipe.loads[j]->result))
-                keep -= stages * tile_bytes(E, E->pipe.loads[j]->result);
-        if (blocks_with(E, all) >= 2 || blocks_with(E, all + keep - E->async_top) < 2) return;
+        /* the kernel's shared memory: the scratch area an earlier pass used,
+         * then the buffers; without these loads' (their alignment left out) */
+        int64_t with = E->scratch_hint + pipe_top(E, stages, copies), theirs = 0;
         int big = -1;
-        for (int j = 0; j < E->pipe.n; j++)
-            if (E->pipe.readback[j] && !ce_async_is_load(E, E->pipe.loads[j]->result) &&
-                (big < 0 || tile_bytes(E, E->pipe.loads[j]->result) > tile_bytes(E, E->pipe.loads[big]->result)))
-                big = j;
-        if (big < 0) return;
+        for (int j = 0; j < E->pipe.n; j++) {
+            if (!register_read(E, j)) continue;
+            theirs += stages * tile_bytes(E, E->pipe.loads[j]->result);
+            if (big < 0 || tile_bytes(E, E->pipe.loads[j]->result) > tile_bytes(E, E->pipe.loads[big]->result)) big = j;
+        }
+        if (big < 0 || ce_smem_blocks(with) >= 2 || ce_smem_blocks(with - theirs) < 2) return;
         E->async_pitch[E->pipe.loads[big]->result] = 0;
         for (int j = big; j + 1 < E->pipe.n; j++) {
             E->pipe.loads[j] = E->pipe.loads[j + 1];

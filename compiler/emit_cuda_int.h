@@ -31,6 +31,9 @@ typedef struct Val {
 /* Hopper's shared memory per SM for blocks, and what each block reserves. */
 #define SMEM_PER_SM 233472
 #define SMEM_PER_BLOCK_RESERVED 1024
+/* Blocks per SM that `smem` bytes of shared memory a block allow (0: no
+ * shared memory, no limit from it). */
+int ce_smem_blocks(int64_t smem);
 
 #define ASYNC_MAX_PIPE 8
 /* A swizzled wgmma operand buffer starts at a multiple of this: the

@@ -598,8 +598,8 @@ static int chunked_tiles_given(const M2Options *o) {
  * the anchor 1.477 -> 1.184-1.188 ms, (2, 16384, 80) 1.648 -> 1.204, (1,
  * 4096, 80) 0.288 -> 0.194, (8, 2048, 24) 0.289 -> 0.224-0.238; at 1 block
  * per SM the scan was slower at three of them: 1.49, 1.73, 0.26, 0.32); and
- * for f32 (not with z: not timed)
- * inputs (tf32) where there are 4 blocks per SM or more: each block walks
+ * for f32 inputs (tf32; with z not timed, so not with z) where there are 4
+ * blocks per SM or more: each block walks
  * the whole sequence (or a segment of it, scan_segments; tf32 with the
  * split not measured against chunks beyond (2, 16384, 80): 2.80 against 2.97
  * ms, and (1, 4096, 80): 0.411 against 0.410), and tf32's steps are slower.  H200, same calls,
