@@ -49,7 +49,7 @@ import sys
 import tempfile
 import zlib
 
-# (batch, seqlen, heads, headdim, dstate, groups, chunk, dtype) of anchors.md
+# (batch, seqlen, heads, headdim, dstate, groups, chunk, dtype) of anchors.md, and one more
 ANCHORS = [
     (1, 4096, 80, 64, 128, 1, 256, "bf16"),
     (1, 4096, 80, 64, 128, 1, 256, "f32"),
@@ -58,6 +58,9 @@ ANCHORS = [
     (2, 16384, 80, 64, 128, 1, 256, "bf16"),
     (8, 2048, 24, 64, 128, 1, 256, "bf16"),
     (8, 4096, 80, 64, 64, 8, 256, "bf16"),
+    # not in anchors.md: the last shape in tf32 (mamba2's 32-token scan steps for
+    # f32 inputs with dstate <= 64)
+    (8, 4096, 80, 64, 64, 8, 256, "f32"),
 ]
 
 # --sweep: this shape at each seqlen (issue 5's plot of time against seqlen)
