@@ -2,7 +2,7 @@
 """mamba_ssm_compare.py: our Mamba-2 SSD forward pass beside mamba_ssm's.
 
 Run on the GPU machine (never imported by CI).  For each anchor shape of
-../shared/bench/anchors.md it
+../shared/bench/anchors.md (and one more, ANCHORS below) it
   1. makes inputs (x, dt, A, B, C, D per head; no z; dt fp32 > 0; A fp32 < 0),
      writes them as float32 .npy files,
   2. runs `mamba2 --inputs DIR --save OUT --bench` (our three tile kernels,

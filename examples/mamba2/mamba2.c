@@ -591,29 +591,28 @@ static int chunked_tiles_given(const M2Options *o) {
 }
 
 /* Does the run take ssd_scan, or the chunked pass?  As --pass says; by
- * default, on wgmma (where it was measured), the scan for 16-bit inputs,
- * with z too since its tile no longer rides the scan's pipeline (which took
- * the kernel to 1 block per SM: compiler/emit_cuda_async.c,
- * drop_costly_readbacks; bf16 with z, H200, 2026-12-04, chunked -> scan:
- * the anchor 1.477 -> 1.184-1.188 ms, (2, 16384, 80) 1.648 -> 1.204, (1,
- * 4096, 80) 0.288 -> 0.194, (8, 2048, 24) 0.289 -> 0.224-0.238; at 1 block
- * per SM the scan was slower at three of them: 1.49, 1.73, 0.26, 0.32); and
- * for f32 inputs (tf32; with z not timed, so not with z) where there are 4
- * blocks per SM or more: each block walks
- * the whole sequence (or a segment of it, scan_segments; tf32 with the
+ * default, on wgmma (where it was measured), the scan for 16-bit inputs, with
+ * z too since its tile no longer rides the scan's pipeline (which took the
+ * kernel to 1 block per SM: compiler/emit_cuda_async.c, drop_costly_readbacks;
+ * bf16 with z, H200, 2026-12-04, chunked -> scan: the anchor 1.477 ->
+ * 1.184-1.188 ms, (2, 16384, 80) 1.648 -> 1.204, (1, 4096, 80) 0.288 -> 0.194,
+ * (8, 2048, 24) 0.289 -> 0.224-0.238; at 1 block per SM the scan was slower at
+ * three of them: 1.49, 1.73, 0.26, 0.32); and for f32 inputs (tf32; with z not
+ * timed, so not with z) where there are 4 blocks per SM or more: each block
+ * walks the whole sequence (or a segment of it, scan_segments; tf32 with the
  * split not measured against chunks beyond (2, 16384, 80): 2.80 against 2.97
- * ms, and (1, 4096, 80): 0.411 against 0.410), and tf32's steps are slower.  H200, same calls,
- * 2026-12-03 (bench/ab_mamba2.sh), chunked -> scan: bf16 at (8, 4096, 80,
- * 64, 128, 1, 256) 1.125 -> 0.821 ms, with dstate 64 and 8 groups 0.935 ->
- * 0.659, (1, 4096, 80) 0.225 -> 0.199, (2, 16384, 80) 1.212 -> 1.064, (8,
- * 2048, 24) 0.224 -> 0.150; tf32 (D after the products) at the anchor 2.51
- * -> 2.38 and with dstate 64 and 8 groups 2.24 -> 1.73 (640 blocks), but
- * (1, 4096, 80) 0.426 -> 0.584 and (2, 16384, 80) 2.62 -> 3.16 (80 and 160
- * blocks).  With initial states too since they are loaded into the state's
- * registers (2026-12-03, the session after; bf16 anchor with initial states,
- * same call: chunked 1.046 ms, scan 0.683; before, with the states converted
- * through shared memory, 2.035 and 1.611).  Not when a tiles flag of the
- * chunked pass is given. */
+ * ms, and (1, 4096, 80): 0.411 against 0.410), and tf32's steps are slower.
+ * H200, same calls, 2026-12-03 (bench/ab_mamba2.sh), chunked -> scan: bf16 at
+ * (8, 4096, 80, 64, 128, 1, 256) 1.125 -> 0.821 ms, with dstate 64 and 8
+ * groups 0.935 -> 0.659, (1, 4096, 80) 0.225 -> 0.199, (2, 16384, 80) 1.212 ->
+ * 1.064, (8, 2048, 24) 0.224 -> 0.150; tf32 (D after the products) at the
+ * anchor 2.51 -> 2.38 and with dstate 64 and 8 groups 2.24 -> 1.73 (640
+ * blocks; 1.40 in 32-token steps, scan_step), but (1, 4096, 80) 0.426 -> 0.584
+ * and (2, 16384, 80) 2.62 -> 3.16 (80 and 160 blocks).  With initial states
+ * too since they are loaded into the state's registers (2026-12-03, the
+ * session after; bf16 anchor with initial states, same call: chunked 1.046 ms,
+ * scan 0.683; before, with the states converted through shared memory, 2.035
+ * and 1.611).  Not when a tiles flag of the chunked pass is given. */
 static int use_scan(const Run *run, const M2Options *o, const M2Shape *s, const struct M2RandomFeatures *f) {
     if (o->pass != M2_PASS_DEFAULT) return o->pass == M2_PASS_SCAN;
     if (scan_unfit(o, s) || !on_wgmma(run)) return 0;
@@ -683,7 +682,7 @@ static int scan_segments(const Run *run, const M2Options *o, long long blocks, i
  * 16-token steps slower than either): (8, 4096, 80, 64, 64, 1) 1.612 ->
  * 1.371, with 8 groups 1.70-1.78 -> 1.371-1.376, (8, 4096, 80, 64, 32, 1)
  * 1.231-1.237 -> 1.104-1.106; at dstate 128 32-token steps are slower (2.19
- * -> 2.46: 124 KB, 1 block per SM), and in bf16 at dstate 64 (0.395 -> 0.50). */
+ * -> 2.46: 124 KB, 1 block per SM), and in bf16 at dstate 64 (0.395 -> 0.50-0.54). */
 static int scan_step(const M2Options *o, const M2Shape *s) {
     if (o->scan_step) return o->scan_step;
     return o->dtype == TILE_F32 && s->dstate <= 64 ? 32 : 64;
