@@ -682,7 +682,8 @@ static int scan_segments(const Run *run, const M2Options *o, long long blocks, i
  * 16-token steps slower than either): (8, 4096, 80, 64, 64, 1) 1.612 ->
  * 1.371, with 8 groups 1.70-1.78 -> 1.371-1.376, (8, 4096, 80, 64, 32, 1)
  * 1.231-1.237 -> 1.104-1.106; at dstate 128 32-token steps are slower (2.19
- * -> 2.46: 124 KB, 1 block per SM), and in bf16 at dstate 64 (0.395 -> 0.50-0.54). */
+ * -> 2.46: 124 KB, 1 block per SM), and in bf16 at dstate 64 (0.395 ->
+ * 0.50-0.54). */
 static int scan_step(const M2Options *o, const M2Shape *s) {
     if (o->scan_step) return o->scan_step;
     return o->dtype == TILE_F32 && s->dstate <= 64 ? 32 : 64;
