@@ -58,8 +58,7 @@ ANCHORS = [
     (2, 16384, 80, 64, 128, 1, 256, "bf16"),
     (8, 2048, 24, 64, 128, 1, 256, "bf16"),
     (8, 4096, 80, 64, 64, 8, 256, "bf16"),
-    # not in anchors.md: the last shape in tf32 (mamba2's 32-token scan steps for
-    # f32 inputs with dstate <= 64)
+    # not in anchors.md: the last shape in tf32
     (8, 4096, 80, 64, 64, 8, 256, "f32"),
 ]
 

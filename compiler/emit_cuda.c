@@ -1817,6 +1817,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_wgmma_noswizzle = ce_env_flag("TILEC_WGMMA_NOSWIZZLE");
     E.opt_mma_noswizzle = ce_env_flag("TILEC_MMA_NOSWIZZLE");
     E.opt_tf32_scalar = ce_env_flag("TILEC_TF32_SCALAR_FRAGMENTS");
+    E.opt_tf32_mixed = !ce_env_flag("TILEC_TF32_NO_MIXED");
     E.opt_tf32_no_transpose = ce_env_flag("TILEC_TF32_NO_TRANSPOSE");
     E.opt_no_wgmma_transpose = mma_sync_tf32_kn || ce_env_flag("TILEC_NO_WGMMA_TRANSPOSE");
     E.opt_transpose_late = ce_env_flag("TILEC_TRANSPOSE_LATE");

@@ -284,9 +284,21 @@ bool ce_mma_on_tensor_cores(const Type *at, const Type *bt, const Type *t) {
 
 /* The address of the 16 bytes at stored row `r`, column `c` (C expressions;
  * c a multiple of 8 elements) of 16-bit operand `o`, for ldmatrix. */
-static const char *ldsm_at(Emitter *E, const SmemOperand *o, const char *r, const char *c) {
+static const char *ldsm_at_sized(Emitter *E, const SmemOperand *o, const char *r, const char *c, int s) {
     if (!o->swizzle) return ce_fmt_str(E, "%s + (%s) * %d + %s", o->base, r, o->ld, c);
-    return ce_fmt_str(E, "(const unsigned char *)%s + %s", o->base, ce_swizzle_offset(E, o->swizzle, r, c, o->rows, 2));
+    return ce_fmt_str(E, "(const unsigned char *)%s + %s", o->base, ce_swizzle_offset(E, o->swizzle, r, c, o->rows, s));
+}
+static const char *ldsm_at(Emitter *E, const SmemOperand *o, const char *r, const char *c) {
+    return ldsm_at_sized(E, o, r, c, 2);
+}
+
+/* C expression: the float at stored row `r`, column `c` of tf32 operand `o`
+ * (rows `ld` apart, or swizzled: wgmma's layout, which a buffer both a wgmma
+ * and an mma.sync product read takes; ce_wgmma_plan). */
+static const char *tf32_at(Emitter *E, const SmemOperand *o, const char *r, const char *c) {
+    if (!o->swizzle) return ce_fmt_str(E, "%s[(%s) * %d + %s]", o->base, r, o->ld, c);
+    return ce_fmt_str(E, "*(const float *)((const unsigned char *)%s + %s + ((%s) * 4 & 15))", o->base,
+                      ce_swizzle_offset(E, o->swizzle, r, c, o->rows, 4), c);
 }
 
 /* Are tf32 fragments stored as `o` says read by ldmatrix (a float is two of
@@ -298,8 +310,8 @@ static const char *ldsm_at(Emitter *E, const SmemOperand *o, const char *r, cons
  * (ptxas, NVRTC 13.0; docs/performance.md).  B: stored [N][K], two n-blocks
  * an x4. */
 static bool tf32_by_ldsm(const Emitter *E, const SmemOperand *o) {
-    /* K contiguous, rows 16-byte aligned */
-    return o->kmajor && !o->swizzle && o->ld % 4 == 0 && !E->opt_tf32_scalar;
+    /* K contiguous, rows 16-byte aligned (a swizzled buffer's are) */
+    return o->kmajor && (o->swizzle || o->ld % 4 == 0) && !E->opt_tf32_scalar;
 }
 static bool tf32_a_by_ldsm(const Emitter *E, const SmemOperand *o, int MI) { return MI >= 2 && tf32_by_ldsm(E, o); }
 
@@ -324,11 +336,18 @@ static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int MI, in
      * ldmatrix, 8 x 4-float matrices (rows 0-7 and 8-15, columns k0 and
      * k0 + 4), four loads in one */
     if (tf32_a_by_ldsm(E, o, MI)) {
-        ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s + (m0 + %d + (lane & 15)) * %d + k0 + (lane >> 4) * 4);",
-            mi, mi, mi, mi, o->base, mi * 16, o->ld);
+        ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi,
+            ldsm_at_sized(E, o, ce_fmt_str(E, "m0 + %d + (lane & 15)", mi * 16), "k0 + (lane >> 4) * 4", 4));
         if (o->round_tf32)
             for (int r = 0; r < 4; r++)
                 ce_out(E, "fa[%d][%d] = %s;", mi, r, tf32_reg(E, o, ce_fmt_str(E, "__uint_as_float(fa[%d][%d])", mi, r)));
+        return;
+    }
+    if (o->swizzle) {   /* element by element through the swizzle */
+        for (int r = 0; r < 4; r++) {
+            const char *m = ce_fmt_str(E, "m0 + %d + g", mi * 16 + (r & 1) * 8), *k = ce_fmt_str(E, "k0 + q + %d", (r >> 1) * 4);
+            ce_out(E, "fa[%d][%d] = %s;", mi, r, tf32_reg(E, o, o->kmajor ? tf32_at(E, o, m, k) : tf32_at(E, o, k, m)));
+        }
         return;
     }
     /* else from one row pointer */
@@ -340,6 +359,18 @@ static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int MI, in
         const char *x = ce_fmt_str(E, "%s[%d]", p, off[r]);
         ce_out(E, "fa[%d][%d] = %s;", mi, r, tf32_reg(E, o, x));
     }
+}
+
+/* The row pitch (floats) of a tf32 B staged [K][N] whose fragments are read
+ * a float at a time, thread (g, q) reading column g of rows q and q + 4, or
+ * of rows 2q and 2q + 1 under a k-permuted A: the narrowest past N, rows
+ * 16-byte aligned, that puts a warp's 32 reads in 32 banks (rows q apart 8
+ * banks apart, or 2q apart).  ssd_scan's tf32 x in W·x (64 wide,
+ * k-permuted) took N + 8 = 72 floats, its reads 2 ways conflicted; now 68. */
+static int tf32_kn_pitch(int N, bool kperm) {
+    int ld = (N + 3) / 4 * 4;
+    while (kperm ? ld % 16 != 4 && ld % 16 != 12 : ld % 32 != 8 && ld % 32 != 24) ld += 4;
+    return ld;
 }
 
 /* Fragment registers of the B operand from n-block ni on, of `left` n-blocks
@@ -371,8 +402,8 @@ static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, i
     /* tf32 b0, b1 = (k = q, n = g), (k = q + 4, n = g); k-permuted: k = 2q, 2q + 1 */
     if (!kperm && tf32_by_ldsm(E, o)) {
         /* stored [N][K]: ldmatrix, as A's fragments (columns k0 and k0 + 4) */
-        const char *at = ce_fmt_str(E, "%s + (n0 + %d + (lane & 7)%s) * %d + k0 + ((lane >> 3) & 1) * 4", o->base, ni * 8,
-                                    pair ? " + (lane >> 4) * 8" : "", o->ld);
+        const char *at = ldsm_at_sized(E, o, ce_fmt_str(E, "n0 + %d + (lane & 7)%s", ni * 8, pair ? " + (lane >> 4) * 8" : ""),
+                                       "k0 + ((lane >> 3) & 1) * 4", 4);
         if (pair) ce_out(E, "tile_ldsm_x4(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s);", ni, ni, ni + 1, ni + 1, at);
         else ce_out(E, "tile_ldsm_x2(fb[%d][0], fb[%d][1], %s);", ni, ni, at);
         int n = pair ? 2 : 1;
@@ -382,16 +413,26 @@ static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, i
                     ce_out(E, "fb[%d][%d] = %s;", j, r, tf32_reg(E, o, ce_fmt_str(E, "__uint_as_float(fb[%d][%d])", j, r)));
         return n;
     }
-    if (kperm && o->kmajor && o->ld % 2 == 0) {
+    if (kperm && o->kmajor && (o->swizzle || o->ld % 2 == 0)) {
         /* k = 2q, 2q + 1 side by side: one 8-byte load (any K-major B under a
-         * k-permuted A, the transposed copies of emit_cuda_async.c among them) */
+         * k-permuted A, the transposed copies of emit_cuda_async.c among them;
+         * in a swizzled buffer the pair lies in one 16-byte piece) */
         const char *v = ce_fresh(E, "b");
-        ce_out(E, "const float2 %s = *(const float2 *)(%s + (n0 + %d + g) * %d + k0 + 2 * q);", v, o->base, ni * 8, o->ld);
+        const char *n = ce_fmt_str(E, "n0 + %d + g", ni * 8);
+        if (o->swizzle) ce_out(E, "const float2 %s = *(const float2 *)&%s;", v, tf32_at(E, o, n, "k0 + 2 * q"));
+        else ce_out(E, "const float2 %s = *(const float2 *)(%s + (%s) * %d + k0 + 2 * q);", v, o->base, n, o->ld);
         ce_out(E, "fb[%d][0] = %s;", ni, tf32_reg(E, o, ce_fmt_str(E, "%s.x", v)));
         ce_out(E, "fb[%d][1] = %s;", ni, tf32_reg(E, o, ce_fmt_str(E, "%s.y", v)));
         return 1;
     }
     const char *kq = kperm ? "2 * q" : "q";
+    if (o->swizzle) {   /* element by element through the swizzle */
+        for (int r = 0; r < 2; r++) {
+            const char *n = ce_fmt_str(E, "n0 + %d + g", ni * 8), *k = ce_fmt_str(E, "k0 + %s + %d", kq, r * (kperm ? 1 : 4));
+            ce_out(E, "fb[%d][%d] = %s;", ni, r, tf32_reg(E, o, o->kmajor ? tf32_at(E, o, n, k) : tf32_at(E, o, k, n)));
+        }
+        return 1;
+    }
     int dk = (o->kmajor ? 1 : o->ld) * (kperm ? 1 : 4);
     const char *p = o->kmajor ? ce_fmt_str(E, "(%s + (n0 + %d + g) * %d + k0 + %s)", o->base, ni * 8, o->ld, kq)
                               : ce_fmt_str(E, "(%s + (k0 + %s) * %d + n0 + %d + g)", o->base, kq, o->ld, ni * 8);
@@ -536,9 +577,11 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     bool b_tr = !b_async && tensor && s == 2 && !bbatch && stage_transposed(E, ib) &&
                 !(reg_a && ce_plan_kperm(E, op));   /* a k-permuted A needs B as [K][N] */
     int pad = s == 2 ? 8 : 4;
-    int lda = !tensor ? K : a_tr ? M + pad : K + pad, ldb = !tensor ? N : b_tr ? K + pad : N + 8;
+    int lda = !tensor ? K : a_tr ? M + pad : K + pad;
+    int ldb = !tensor ? N : b_tr ? K + pad : s == 2 ? N + 8 : tf32_kn_pitch(N, reg_a && ce_plan_kperm(E, op));
     StageForm a_form = {.ld = lda}, b_form = {.ld = ldb};
-    if (wg_stage_b) {   /* wgmma's layouts have no padding */
+    if (wg_stage_b) {   /* wgmma's layouts have no padding; tf32 K-major only */
+        if (bdt == DT_TF32) b_tr = true;
         ldb = b_tr ? K : N;
         b_form = (StageForm){.ld = ldb, .wgmma = true, .swizzle = ce_wgmma_staged_swizzle(E, op, b_tr ? 0 : 1), .rows = b_tr ? N : K};
     }

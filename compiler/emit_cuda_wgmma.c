@@ -18,11 +18,11 @@
  *   - A is in registers as the plan's mma fragments with every warp on 16
  *     rows of M (plan_reg_a), B comes through cp.async, N <= 256: the
  *     layouts are mma.sync's, so it meets other products freely; or
- *   - A comes through cp.async and B, 16-bit, is a tile the kernel computed
+ *   - A comes through cp.async and B is a tile the kernel computed
  *     (ssd_scan's C·stateᵀ): the product stages B itself into the scratch
- *     area in a wgmma layout (ce_emit_mma), where mma.sync would stage it
- *     into padded rows, same stores and barriers; then A and B are read by
- *     descriptors.  bf16 ssd_scan at (8, 4096, 80, 64, 128): 0.799 -> 0.723
+ *     area in a wgmma layout (ce_emit_mma; tf32 K-major), where mma.sync
+ *     would stage it into padded rows, same stores and barriers; then A and
+ *     B are read by descriptors.  bf16 ssd_scan at (8, 4096, 80, 64, 128): 0.799 -> 0.723
  *     ms (H200, docs/performance.md; TILEC_WGMMA_NOSTAGE=1 keeps it on
  *     mma.sync).
  * The two shared-memory cases need the accumulator to meet no other mma, or
@@ -176,7 +176,8 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
     if (M % 64 || K % ce_mma_kstep(at->dtype) || !choose_split(E, M, N, &wgm, &wgn)) return false;
     bool staged = ce_wgmma_stages_b(E, o);
     if (operand_load(E, o, 0, false) < 0 ||
-        (staged ? !ce_is_half(bt->dtype) || E->opt_wgmma_nostage : operand_load(E, o, 1, true) < 0))
+        (staged ? !(ce_is_half(bt->dtype) || (bt->dtype == DT_TF32 && E->opt_tf32_mixed)) || E->opt_wgmma_nostage
+                : operand_load(E, o, 1, true) < 0))
         return false;
     if (!(E->mma_alone && E->mma_alone[o->result]) && !layout_as_planned(E, o, wgm, wgn)) return false;
     E->wgmma_split[o->result] = (signed char)(wgm | wgn << 4);
@@ -253,7 +254,12 @@ static void bar_mixed(Emitter *E, const IrOp *o) {
     for (int w = 0; w < 2; w++) {
         int lv = ce_async_operand_load(E, o->args[w], NULL, NULL);
         if (lv < 0 || E->wgmma_tally[lv] != 3 || !wgmma_reads_smem(E, o, w)) continue;   /* (mixed readers only) */
-        if (ce_regsize(ce_vdt(E, lv)) != 2 || E->async_swizzle[lv] == 0) E->wgmma_barred[o->result] = true;
+        /* (tf32: mma.sync reads it through the swizzle, element by element or
+         * by ldmatrix where it is K-major; but not where wgmma reads a
+         * transposed copy: at K = 32 that one is made in place, over what
+         * mma.sync would read.  TILEC_TF32_NO_MIXED=1 bars them all) */
+        bool tf32_ok = E->opt_tf32_mixed && !E->async_tr_wgmma[lv];
+        if (E->async_swizzle[lv] == 0 || (ce_regsize(ce_vdt(E, lv)) != 2 && !tf32_ok)) E->wgmma_barred[o->result] = true;
     }
 }
 
@@ -273,11 +279,14 @@ void ce_wgmma_plan(Emitter *E) {
     if (!E->opt_wgmma) return;
     /* A buffer several products read (emit_cuda_async.c's shared operands)
      * has one form.  wgmma's swizzled form is mma.sync's at the same width
-     * (ce_swizzle_offset), so both may read a swizzled 16-bit buffer; its
-     * core matrices and its tf32 buffers no mma.sync reads, so a product on
-     * wgmma reading a buffer an mma.sync product reads in such a form is
-     * barred from wgmma and the plan made again (each round bars one more
-     * product at least, so it ends). */
+     * (ce_swizzle_offset), so both may read a swizzled buffer (tf32: not
+     * one wgmma reads through a transposed copy; bar_mixed); its core
+     * matrices no mma.sync reads, so a product on wgmma reading a buffer an
+     * mma.sync product reads in such a form is barred from wgmma and the plan
+     * made again (each round bars one more product at least, so it ends).
+     * Mixed tf32 readers put the f32 scan's scores and C·hᵀ on wgmma: at (8,
+     * 4096, 80, 64, 128, 1) 2.20 -> 1.95 ms, at dstate 64 with 64-token steps
+     * 1.77 -> 1.28 (H200, docs/performance.md). */
     bool *core = ARENA_ARRAY(&E->mem, bool, n), *round = ARENA_ARRAY(&E->mem, bool, n);
     short *swizzle = ARENA_ARRAY(&E->mem, short, n);
     int *pitch = ARENA_ARRAY(&E->mem, int, n);

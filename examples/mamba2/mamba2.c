@@ -67,7 +67,7 @@ static const char usage_text[] =
     "           pass's; --block-p-state, --warps-state, --occupancy-state set kernel 2's, or on\n"
     "           the scan ssd_scan's (--block-p-state ssd_scan_states' too)\n"
     "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64, 32 for f32\n"
-    "           inputs with dstate <= 64; without --pass it picks the scan)\n"
+    "           inputs with dstate <= 32 (<= 64 without wgmma); without --pass it picks the scan)\n"
     "           --segments N (1..64: the scan's sequence cut into N runs of steps, one block\n"
     "           each, the states they start from made by ssd_scan_states first; at most the\n"
     "           steps, and 65535 / batch; default on the GPU: what keeps the SMs busiest, 1 on\n"
@@ -674,19 +674,23 @@ static int scan_segments(const Run *run, const M2Options *o, long long blocks, i
 }
 
 /* The scan's step (tokens): as --scan-step says; else 64, and 32 for f32
- * inputs with dstate <= 64.  There a 64-token step's tiles (x, B and C, 17 KB
- * each in padded rows) make no two-stage pipeline within the compiler's
- * budget for one without wgmma, and its copies wait where they stand; in
- * 32-token steps they ride a pipeline, at 128 registers and 3 blocks per SM
- * (ptxas).  H200, 2026-12-04 (bench/ab_mamba2.sh, ssd_scan ms, 64 -> 32;
- * 16-token steps slower than either): (8, 4096, 80, 64, 64, 1) 1.612 ->
- * 1.371, with 8 groups 1.70-1.78 -> 1.371-1.376, (8, 4096, 80, 64, 32, 1)
- * 1.231-1.237 -> 1.104-1.106; at dstate 128 32-token steps are slower (2.19
- * -> 2.46: 124 KB, 1 block per SM), and in bf16 at dstate 64 (0.395 ->
- * 0.50-0.54). */
-static int scan_step(const M2Options *o, const M2Shape *s) {
+ * inputs with dstate <= 32 (<= 64 without wgmma).  Without wgmma a 64-token
+ * step's tiles (x, B and C, 17 KB each in padded rows) make no two-stage
+ * pipeline within the compiler's budget for a loop off wgmma, and its copies
+ * wait where they stand; in 32-token steps they ride a pipeline, at 128
+ * registers and 3 blocks per SM (ptxas).  H200, 2026-12-04 (bench/ab_mamba2.sh,
+ * ssd_scan ms, 64 -> 32; 16-token steps slower than either): (8, 4096, 80,
+ * 64, 64, 1) 1.612 -> 1.371, with 8 groups 1.70-1.78 -> 1.371-1.376, (8,
+ * 4096, 80, 64, 32, 1) 1.231-1.237 -> 1.104-1.106; at dstate 128 32-token
+ * steps are slower (2.19 -> 2.46: 124 KB, 1 block per SM), and in bf16 at
+ * dstate 64 (0.395 -> 0.50-0.54).  On wgmma a 64-token step's scores and
+ * C·hᵀ go to wgmma (mma.sync reading the tf32 buffers they share through
+ * wgmma's swizzle; 32-token steps are too short for its 64 rows): dstate 64
+ * in 64-token steps 1.283 ms, 1.370 in 32 (8 groups: 1.303, 1.387); dstate
+ * 32 1.141 in 64, 1.103 in 32 (H200, 2026-12-04, the session after). */
+static int scan_step(const Run *run, const M2Options *o, const M2Shape *s) {
     if (o->scan_step) return o->scan_step;
-    return o->dtype == TILE_F32 && s->dstate <= 64 ? 32 : 64;
+    return o->dtype == TILE_F32 && s->dstate <= (on_wgmma(run) ? 32 : 64) ? 32 : 64;
 }
 
 /* The plan of --pass scan: chunk_cumsum restarting every STEP tokens, then
@@ -694,7 +698,7 @@ static int scan_step(const M2Options *o, const M2Shape *s) {
  * the sequence split into segments, ssd_scan_states first in kernel 2's. */
 static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, const struct M2RandomFeatures *f) {
     const tile_dtype dt = o->dtype;
-    const int step = scan_step(o, s);
+    const int step = scan_step(run, o, s);
     p->scan = run->scan = 1;
     p->heads = 1;
     const int block_p = o->block_p_state ? o->block_p_state : min_int(64, pow2_at_least(s->headdim));
