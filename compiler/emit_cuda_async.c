@@ -754,6 +754,7 @@ static void issue_tma(Emitter *E, const IrOp *ld, const char *dst, const char *b
  * stage's mbarrier); the one that publishes the buffer follows. */
 static void emit_round(Emitter *E, const IrOp *ld, const char *dst) {
     const Type *t = ce_vtype(E, ld->result);
+    E->rounds_in_smem = true;
     int s = ce_regsize(t->dtype), row, col;
     load_axes(ld, t, &row, &col);
     int cols = t->shape[col], rows = tile_rows(t, row), ve = 16 / s, cpr = cols / ve, total = rows * cpr;
@@ -1705,8 +1706,8 @@ static void tally_rounding(Emitter *E, const IrOp *o) {
 }
 
 /* An f32 tile that mma.sync products read as tf32 is rounded at each
- * fragment read (cvt.rna: a compare and a predicated add a register,
- * ptxas), by every warp that reads it; rounded in place once it lands
+ * fragment read (then cvt.rna: a compare and a predicated add a register,
+ * ptxas; cvt.rn since, one instruction), by every warp that reads it; rounded in place once it lands
  * instead, as wgmma's buffers are (emit_round: each thread the pieces it
  * copied, between the wait and the barrier), its fragments are read as they
  * lie.  The pass costs a shared-memory round trip and sits before the

@@ -55,7 +55,7 @@
  * made opaque to the compiler there, so that nothing reads them earlier.
  * tf32 operands: wgmma reads shared memory as it lies and drops each f32's
  * low 13 bits (round toward zero), where the language rounds to nearest
- * (cvt.rna, as the interpreter and mma.sync fragment reads do); so their
+ * even (cvt.rn, as the interpreter and mma.sync fragment reads do); so their
  * buffers are rounded in place once they land (emit_cuda_async.c's
  * emit_round).  That costs: the 8192^3 NT matmul ran at 208 TFLOP/s rounded,
  * 325 with TILEC_TF32_TRUNCATE=1 (no rounding, error against cuBLAS 7.8e-4

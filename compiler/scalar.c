@@ -54,8 +54,8 @@ uint16_t f32_to_f16_bits(float x) { return f64_to_f16_bits((double)x); }
 float tf32_round(float x) {
     uint32_t u = f32_bits(x);
     if ((u & 0x7f800000u) == 0x7f800000u) return x;   /* inf / nan unchanged */
-    u += 0x1000u;                                       /* half of the dropped 13 bits: ties away */
-    u &= 0xffffe000u;
+    u += 0xfffu + ((u >> 13) & 1u);                     /* just under half the dropped 13 bits, */
+    u &= 0xffffe000u;                                   /* a half more where the kept ones are odd: ties to even */
     return bits_f32(u);
 }
 

@@ -46,11 +46,23 @@ TILE_DEV unsigned short tile_f64_f16(double f) {
     return r;
 }
 TILE_DEV unsigned short tile_f64_bf16(double f) { return tile_f32_bf16((float)f); }
-/* f32 -> tf32: round to nearest, ties away (cvt.rna), low 13 bits zero. */
+/* f32 -> tf32: round to nearest even, low 13 bits zero; inf and NaN stay
+ * what they are (the interpreter's tf32_round).  From sm_90 cvt.rn.tf32.f32,
+ * one instruction (cvt.rna, ties away, is three: ptxas); before it, and where
+ * the kernel asks (below), the same in integer instructions. */
+TILE_DEV float tile_tf32_int(float f) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+    return __uint_as_float(u);
+}
 TILE_DEV float tile_tf32(float f) {
+#if __CUDA_ARCH__ >= 900
     unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
+    asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(f));
     return __uint_as_float(r);
+#else
+    return tile_tf32_int(f);
+#endif
 }
 /* Rounding tf32 operands in shared memory, in place (emit_cuda_async.c's
  * emit_round): wgmma reads them as they lie and drops the low 13 bits
@@ -62,12 +74,20 @@ TILE_DEV uint4 tile_lds16(const void *p) {
                  : "r"((unsigned)__cvta_generic_to_shared(p)));
     return v;
 }
+/* TILE_TF32_ROUND_INT (emit_cuda.c): a kernel of two blocks per SM or more,
+ * whose roundings in place contend, rounds in integer instructions (cvt.rn
+ * takes one issue slot but seems to hold its pipe longer: measured slower
+ * there, faster at one block per SM). */
+TILE_DEV float tile_tf32_in_place(float f) {
+#if defined(TILE_TF32_ROUND_INT)
+    return tile_tf32_int(f);
+#else
+    return tile_tf32(f);
+#endif
+}
 TILE_DEV void tile_tf32_sts16(void *p, uint4 v) {
-    unsigned r[4];
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[0]) : "f"(__uint_as_float(v.x)));
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[1]) : "f"(__uint_as_float(v.y)));
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[2]) : "f"(__uint_as_float(v.z)));
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r[3]) : "f"(__uint_as_float(v.w)));
+    const unsigned r[4] = {__float_as_uint(tile_tf32_in_place(__uint_as_float(v.x))), __float_as_uint(tile_tf32_in_place(__uint_as_float(v.y))),
+                           __float_as_uint(tile_tf32_in_place(__uint_as_float(v.z))), __float_as_uint(tile_tf32_in_place(__uint_as_float(v.w)))};
     asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"((unsigned)__cvta_generic_to_shared(p)), "r"(r[0]),
                  "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
 }

@@ -36,9 +36,9 @@ def round_bf16(a):
 
 
 def round_tf32(a):
-    """float32 -> tf32 as cvt.rna: 10 mantissa bits, ties away from zero."""
+    """float32 -> tf32 as cvt.rn: 10 mantissa bits, ties to even."""
     u = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
-    u = (u + 0x1000) & 0xFFFFE000
+    u = (u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000
     return u.astype(np.uint32).view(np.float32)
 
 

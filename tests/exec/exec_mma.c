@@ -8,10 +8,12 @@
 
 static float bits_f32(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
 static uint32_t f32_bits(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
-static double ref_tf32(double v) {
+static double ref_tf32(double v) {   /* ties to even */
     uint32_t u = f32_bits((float)v);
     if ((u & 0x7f800000u) == 0x7f800000u) return v;
-    return bits_f32((u + 0x1000u) & 0xffffe000u);
+    uint32_t kept = u & 0xffffe000u, dropped = u & 0x1fffu;
+    if (dropped > 0x1000u || (dropped == 0x1000u && (kept & 0x2000u))) kept += 0x2000u;
+    return bits_f32(kept);
 }
 
 /* c = a @ b over a K loop of tiles, for operand dtype `in` (with an optional
@@ -76,13 +78,15 @@ static void t_tf32_rounds(void) {
     HArray *c = h_array(DT_F32, 2, (int64_t)16, (int64_t)16), *d = h_array(DT_F32, 2, (int64_t)16, (int64_t)16);
     h_fill(a, 1.0 + ldexp(1, -12));     /* below half a tf32 ulp (2^-11): rounds to 1 */
     h_fill(b, 1.0);
-    SET2(a, 0, 0, 1.0 + ldexp(1, -11)); /* exactly half a tf32 ulp: away from zero -> 1 + 2^-10 */
+    SET2(a, 0, 0, 1.0 + 3 * ldexp(1, -11)); /* 1 + 2^-10 and exactly half a tf32 ulp: to even -> 1 + 2^-9 */
+    SET2(a, 2, 0, 1.0 + ldexp(1, -11));     /* exactly half a tf32 ulp: to even -> 1 */
     HArg args[] = { HA(a), HA(b), HA(c), HA(d) };
     HRun r = { .src = src, .kernel = "t", .consts = NULL, .grid = { 1, 1, 1 } };
     if (h_run(&r, args, 4, NULL, NULL, 0) == 0) {
         H_CHECK(AT2(c, 1, 0) == 8.0, "tf32 row of 1+2^-12 sums to 8, got %.9g", AT2(c, 1, 0));
         H_CHECK(AT2(d, 1, 0) == 8.0 + 8 * ldexp(1, -12), "f32 keeps the low bits, got %.9g", AT2(d, 1, 0));
-        H_CHECK(AT2(c, 0, 0) == 8.0 + ldexp(1, -10), "tie rounds away: %.9g", AT2(c, 0, 0));
+        H_CHECK(AT2(c, 0, 0) == 8.0 + ldexp(1, -9), "odd tie rounds up to even: %.9g", AT2(c, 0, 0));
+        H_CHECK(AT2(c, 2, 0) == 8.0, "even tie rounds down: %.9g", AT2(c, 2, 0));
     }
     h_free(a); h_free(b); h_free(c); h_free(d);
 }

@@ -49,15 +49,17 @@ static void t_f16(void) {
 
 static void t_tf32(void) {
     H_CHECK(f32_bits(tf32_round(1.0f)) == 0x3f800000u, "tf32(1)");
-    H_CHECK(f32_bits(tf32_round(bits_f32(0x3f801000u))) == 0x3f802000u, "tie rounds away from zero");
-    H_CHECK(f32_bits(tf32_round(bits_f32(0xbf801000u))) == 0xbf802000u, "negative tie away from zero");
+    H_CHECK(f32_bits(tf32_round(bits_f32(0x3f801000u))) == 0x3f800000u, "tie to even: down");
+    H_CHECK(f32_bits(tf32_round(bits_f32(0xbf801000u))) == 0xbf800000u, "negative tie to even: down");
     H_CHECK(f32_bits(tf32_round(bits_f32(0x3f800fffu))) == 0x3f800000u, "below half down");
-    H_CHECK(f32_bits(tf32_round(bits_f32(0x3f803000u))) == 0x3f804000u, "odd tie also away (not even)");
+    H_CHECK(f32_bits(tf32_round(bits_f32(0x3f801001u))) == 0x3f802000u, "above half up");
+    H_CHECK(f32_bits(tf32_round(bits_f32(0x3f803000u))) == 0x3f804000u, "odd tie up to even");
+    H_CHECK(f32_bits(tf32_round(bits_f32(0x7f7fffffu))) == 0x7f800000u, "overflow to inf");
     H_CHECK(isinf(tf32_round(INFINITY)), "inf");
     H_CHECK(isnan(tf32_round(NAN)), "nan");
     Scalar v = { .f = bits_f32(0x3f801000u) };
     Scalar t = scalar_convert(DT_F32, DT_TF32, v);
-    H_CHECK(f32_bits((float)t.f) == 0x3f802000u, "astype(tf32) uses cvt.rna");
+    H_CHECK(f32_bits((float)t.f) == 0x3f800000u, "astype(tf32) rounds as cvt.rn");
 }
 
 static void t_float_to_int(void) {
