@@ -1899,8 +1899,9 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
      * instructions where it runs two or more: the f32 scan, ssd_scan ms
      * (H200, 2026-12-04, third session; cvt.rna, ties away, before): at (8,
      * 4096, 80, 64, 128), 200 KB, cvt.rn 1.77, integer 1.96, cvt.rna 1.91;
-     * at dstate 64 with 8 groups, 84 KB, 1.36, 1.235, 1.22 (mamba2.c's tf32
-     * shapes; docs/performance.md). */
+     * at dstate 64 with 8 groups, 84 KB, 1.36, 1.235, 1.22; but at dstate 32
+     * (32-token steps, 52 KB, little rounded a step) 1.082, 1.103, 1.096:
+     * by blocks alone the rule costs 2% there (docs/performance.md). */
     if (E.rounds_in_smem && ce_smem_blocks(smem) >= 2) ce_buf_printf(&o, "#define TILE_TF32_ROUND_INT 1\n");
     ce_buf_printf(&o, "#include \"%s\"\n\n", CUDA_DEVICE_HEADER_NAME);
     int occ = E.opt.num_warps ? 0 : f->occupancy;

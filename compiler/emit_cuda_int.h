@@ -125,7 +125,8 @@ typedef struct Emitter {
     bool opt_remat;           /* make values again in a use's layout (emit_cuda_remat.c) */
     bool opt_packed_cvt;      /* TILEC_PACKED_CVT: f32 -> bf16 / f16 casts two registers per instruction */
     bool rounds_in_smem;      /* emit_round emitted: tf32 rounded in place in shared memory */
-    bool opt_tf32_mixed;      /* a swizzled tf32 buffer both wgmma and mma.sync products read (off: TILEC_TF32_NO_MIXED) */
+    bool opt_tf32_mixed;      /* a swizzled tf32 buffer both wgmma and mma.sync products read, and a tf32 B the
+                               * kernel computed staged K-major for wgmma (both off: TILEC_TF32_NO_MIXED) */
     bool opt_tf32_scalar;     /* TILEC_TF32_SCALAR_FRAGMENTS: tf32 fragments read a float at a time, not by ldmatrix */
     bool opt_tf32_no_transpose; /* TILEC_TF32_NO_TRANSPOSE: a tf32 B stored [K][N] read where it landed (for measurements) */
     bool opt_no_wgmma_transpose; /* TILEC_NO_WGMMA_TRANSPOSE: ... kept on mma.sync, not copied transposed for wgmma

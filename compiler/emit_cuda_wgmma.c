@@ -285,8 +285,8 @@ void ce_wgmma_plan(Emitter *E) {
      * mma.sync product reads in such a form is barred from wgmma and the plan
      * made again (each round bars one more product at least, so it ends).
      * Mixed tf32 readers put the f32 scan's scores and C·hᵀ on wgmma: at (8,
-     * 4096, 80, 64, 128, 1) 2.20 -> 1.95 ms, at dstate 64 with 64-token steps
-     * 1.77 -> 1.28 (H200, docs/performance.md). */
+     * 4096, 80, 64, 128, 1) 2.18-2.20 -> 1.93-1.96 ms, at dstate 64 with 8
+     * groups and 64-token steps 1.77 -> 1.28 (H200, docs/performance.md). */
     bool *core = ARENA_ARRAY(&E->mem, bool, n), *round = ARENA_ARRAY(&E->mem, bool, n);
     short *swizzle = ARENA_ARRAY(&E->mem, short, n);
     int *pitch = ARENA_ARRAY(&E->mem, int, n);

@@ -53,7 +53,8 @@ uint16_t f32_to_f16_bits(float x) { return f64_to_f16_bits((double)x); }
 
 float tf32_round(float x) {
     uint32_t u = f32_bits(x);
-    if ((u & 0x7f800000u) == 0x7f800000u) return x;   /* inf / nan unchanged */
+    if ((u & 0x7f800000u) == 0x7f800000u)               /* inf unchanged; NaN quiet, its low 13 bits */
+        return (u & 0x7fffffu) ? bits_f32((u | 0x400000u) & 0xffffe000u) : x;   /* dropped (so still NaN) */
     u += 0xfffu + ((u >> 13) & 1u);                     /* just under half the dropped 13 bits, */
     u &= 0xffffe000u;                                   /* a half more where the kept ones are odd: ties to even */
     return bits_f32(u);

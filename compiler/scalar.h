@@ -28,7 +28,8 @@ uint16_t f32_to_f16_bits(float x);
 float    f16_bits_to_f32(uint16_t h);
 uint16_t f64_to_f16_bits(double x);      /* one rounding, straight from f64 */
 /* f32 -> tf32 as cvt.rn.tf32.f32: round to nearest, ties to even, keeping 10
- * mantissa bits (the low 13 bits become zero); inf and NaN unchanged. */
+ * mantissa bits (the low 13 bits become zero); inf unchanged, NaN stays NaN
+ * (quiet). */
 float    tf32_round(float x);
 
 /* Rounds / wraps an arbitrary value into dtype `dt` (the canonical form above).

@@ -53,6 +53,7 @@ TILE_DEV unsigned short tile_f64_bf16(double f) { return tile_f32_bf16((float)f)
 TILE_DEV float tile_tf32_int(float f) {
     unsigned u = __float_as_uint(f);
     if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+    else if (u & 0x7fffffu) u = (u | 0x400000u) & 0xffffe000u;   /* NaN: quiet, so that a payload in the low bits alone stays NaN */
     return __uint_as_float(u);
 }
 TILE_DEV float tile_tf32(float f) {
@@ -77,7 +78,8 @@ TILE_DEV uint4 tile_lds16(const void *p) {
 /* TILE_TF32_ROUND_INT (emit_cuda.c): a kernel of two blocks per SM or more,
  * whose roundings in place contend, rounds in integer instructions (cvt.rn
  * takes one issue slot but seems to hold its pipe longer: measured slower
- * there, faster at one block per SM). */
+ * there, faster at one block per SM).  Only this rounding in place: the
+ * transposed copies (emit_cuda_async.c) and fragment reads use tile_tf32. */
 TILE_DEV float tile_tf32_in_place(float f) {
 #if defined(TILE_TF32_ROUND_INT)
     return tile_tf32_int(f);

@@ -686,8 +686,9 @@ static int scan_segments(const Run *run, const M2Options *o, long long blocks, i
  * dstate 64 (0.395 -> 0.50-0.54).  On wgmma a 64-token step's scores and
  * C·hᵀ go to wgmma (mma.sync reading the tf32 buffers they share through
  * wgmma's swizzle; 32-token steps are too short for its 64 rows): dstate 64
- * in 64-token steps 1.283 ms, 1.370 in 32 (8 groups: 1.303, 1.387); dstate
- * 32 1.141 in 64, 1.103 in 32 (H200, 2026-12-04, the session after). */
+ * with 8 groups 1.284 ms in 64-token steps, 1.370 in 32 (1.245 since, with
+ * the tf32 changes of the same session); dstate 32 1.141 in 64, 1.103 in 32
+ * (H200, 2026-12-04, third session; docs/performance.md). */
 static int scan_step(const Run *run, const M2Options *o, const M2Shape *s) {
     if (o->scan_step) return o->scan_step;
     return o->dtype == TILE_F32 && s->dstate <= (on_wgmma(run) ? 32 : 64) ? 32 : 64;

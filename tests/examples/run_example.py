@@ -37,9 +37,10 @@ def round_bf16(a):
 
 def round_tf32(a):
     """float32 -> tf32 as cvt.rn: 10 mantissa bits, ties to even."""
-    u = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    a = np.asarray(a, np.float32)
+    u = a.view(np.uint32).astype(np.uint64)
     u = (u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000
-    return u.astype(np.uint32).view(np.float32)
+    return np.where(np.isfinite(a), u.astype(np.uint32).view(np.float32), a)
 
 
 def cdiv(a, b):

@@ -55,6 +55,11 @@ static void t_tf32(void) {
     H_CHECK(f32_bits(tf32_round(bits_f32(0x3f801001u))) == 0x3f802000u, "above half up");
     H_CHECK(f32_bits(tf32_round(bits_f32(0x3f803000u))) == 0x3f804000u, "odd tie up to even");
     H_CHECK(f32_bits(tf32_round(bits_f32(0x7f7fffffu))) == 0x7f800000u, "overflow to inf");
+    H_CHECK(f32_bits(tf32_round(bits_f32(0x3ffff000u))) == 0x40000000u, "odd tie carries into the exponent");
+    H_CHECK(f32_bits(tf32_round(bits_f32(0x00001000u))) == 0x00000000u, "denormal even tie down");
+    H_CHECK(f32_bits(tf32_round(bits_f32(0x80003000u))) == 0x80004000u, "negative denormal odd tie up");
+    uint32_t nan_low = f32_bits(tf32_round(bits_f32(0x7f800001u)));   /* payload in the dropped bits alone */
+    H_CHECK((nan_low & 0x7f800000u) == 0x7f800000u && (nan_low & 0x7fe000u) && !(nan_low & 0x1fffu), "NaN stays NaN in tf32's bits");
     H_CHECK(isinf(tf32_round(INFINITY)), "inf");
     H_CHECK(isnan(tf32_round(NAN)), "nan");
     Scalar v = { .f = bits_f32(0x3f801000u) };
