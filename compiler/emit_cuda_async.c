@@ -1707,8 +1707,8 @@ static void tally_rounding(Emitter *E, const IrOp *o) {
 
 /* An f32 tile that mma.sync products read as tf32 is rounded at each
  * fragment read (then cvt.rna: a compare and a predicated add a register,
- * ptxas; cvt.rn since, one instruction), by every warp that reads it; rounded in place once it lands
- * instead, as wgmma's buffers are (emit_round: each thread the pieces it
+ * ptxas; cvt.rn since, one instruction), by every warp that reads it;
+ * rounded in place once it lands instead, as wgmma's buffers are (emit_round: each thread the pieces it
  * copied, between the wait and the barrier), its fragments are read as they
  * lie.  The pass costs a shared-memory round trip and sits before the
  * barrier, so it pays only where many warps read each element.  Measured

@@ -22,9 +22,9 @@
  *     (ssd_scan's C·stateᵀ): the product stages B itself into the scratch
  *     area in a wgmma layout (ce_emit_mma; tf32 K-major), where mma.sync
  *     would stage it into padded rows, same stores and barriers; then A and
- *     B are read by descriptors.  bf16 ssd_scan at (8, 4096, 80, 64, 128): 0.799 -> 0.723
- *     ms (H200, docs/performance.md; TILEC_WGMMA_NOSTAGE=1 keeps it on
- *     mma.sync).
+ *     B are read by descriptors.  bf16 ssd_scan at (8, 4096, 80, 64, 128):
+ *     0.799 -> 0.723 ms (H200, docs/performance.md; TILEC_WGMMA_NOSTAGE=1
+ *     keeps it on mma.sync).
  * The two shared-memory cases need the accumulator to meet no other mma, or
  * the warp groups on M alone, one 64-row chunk each, and the plan's split on
  * M alone too (layout_as_planned): the layouts are then the same.

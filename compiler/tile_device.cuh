@@ -46,14 +46,14 @@ TILE_DEV unsigned short tile_f64_f16(double f) {
     return r;
 }
 TILE_DEV unsigned short tile_f64_bf16(double f) { return tile_f32_bf16((float)f); }
-/* f32 -> tf32: round to nearest even, low 13 bits zero; inf and NaN stay
- * what they are (the interpreter's tf32_round).  From sm_90 cvt.rn.tf32.f32,
+/* f32 -> tf32: round to nearest even, low 13 bits zero; inf stays inf, NaN
+ * NaN (the interpreter's tf32_round).  From sm_90 cvt.rn.tf32.f32,
  * one instruction (cvt.rna, ties away, is three: ptxas); before it, and where
  * the kernel asks (below), the same in integer instructions. */
 TILE_DEV float tile_tf32_int(float f) {
     unsigned u = __float_as_uint(f);
     if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
-    else if (u & 0x7fffffu) u = (u | 0x400000u) & 0xffffe000u;   /* NaN: quiet, so that a payload in the low bits alone stays NaN */
+    else if (u & 0x7fffffu) u = (u | 0x400000u) & 0xffffe000u;   /* NaN: quiet, still NaN in tf32's bits */
     return __uint_as_float(u);
 }
 TILE_DEV float tile_tf32(float f) {

@@ -20,8 +20,8 @@ __global__ void k(unsigned long long *bad, unsigned *first, unsigned long long *
 }
 int main() {
   unsigned long long *bad, *low; unsigned *first;
-  cudaMallocManaged(&bad, 16); cudaMallocManaged(&low, 8); cudaMallocManaged(&first, 40);
-  bad[0] = bad[1] = 0; *low = 0; for (int i = 0; i < 10; i++) first[i] = 0;
+  cudaMallocManaged(&bad, 8); cudaMallocManaged(&low, 8); cudaMallocManaged(&first, 40);
+  bad[0] = 0; *low = 0; for (int i = 0; i < 10; i++) first[i] = 0;
   k<<<(1ull << 32) / 64 / 256, 256>>>(bad, first, low);
   cudaError_t e = cudaDeviceSynchronize();
   printf("cvt.rn.tf32.f32 over 2^32 inputs (%s): %llu mismatches, %llu results with low bits set; first mismatches:",
