@@ -1818,6 +1818,8 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_mma_noswizzle = ce_env_flag("TILEC_MMA_NOSWIZZLE");
     E.opt_tf32_scalar = ce_env_flag("TILEC_TF32_SCALAR_FRAGMENTS");
     E.opt_tf32_mixed = !ce_env_flag("TILEC_TF32_NO_MIXED");
+    E.opt_no_xor8 = ce_env_flag("TILEC_NO_XOR8");
+    E.opt_no_staged_kperm = ce_env_flag("TILEC_NO_STAGED_KPERM");
     E.opt_tf32_no_transpose = ce_env_flag("TILEC_TF32_NO_TRANSPOSE");
     E.opt_no_wgmma_transpose = mma_sync_tf32_kn || ce_env_flag("TILEC_NO_WGMMA_TRANSPOSE");
     E.opt_transpose_late = ce_env_flag("TILEC_TRANSPOSE_LATE");

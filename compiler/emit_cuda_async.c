@@ -1758,6 +1758,7 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
                              .kmajor = true, .swizzle = E->async_tr_wgmma[lv], .rows = ce_vtype(E, lv)->shape[col]};
         return true;
     }
+    *out = (SmemOperand){0};
     out->base = ce_fmt_str(E, "((const %s *)%s)", ce_ctype(dt), E->async_ptr[lv]);
     out->ld = E->async_pitch[lv];
     out->kmajor = which == 0 ? col_dim == 1 : col_dim == 0;

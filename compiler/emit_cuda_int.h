@@ -125,6 +125,8 @@ typedef struct Emitter {
     bool opt_remat;           /* make values again in a use's layout (emit_cuda_remat.c) */
     bool opt_packed_cvt;      /* TILEC_PACKED_CVT: f32 -> bf16 / f16 casts two registers per instruction */
     bool rounds_in_smem;      /* emit_round emitted: tf32 rounded in place in shared memory */
+    bool opt_no_staged_kperm; /* TILEC_NO_STAGED_KPERM: a staged tf32 A's columns in order (emit_cuda_ops.c's kperm_col) */
+    bool opt_no_xor8;         /* TILEC_NO_XOR8: a staged tf32 A in plain padded rows (emit_cuda_ops.c's xor8_col) */
     bool opt_tf32_mixed;      /* a swizzled tf32 buffer both wgmma and mma.sync products read, and a tf32 B the
                                * kernel computed staged K-major for wgmma (both off: TILEC_TF32_NO_MIXED) */
     bool opt_tf32_scalar;     /* TILEC_TF32_SCALAR_FRAGMENTS: tf32 fragments read a float at a time, not by ldmatrix */
@@ -296,6 +298,7 @@ typedef struct SmemOperand {
     bool round_tf32;    /* f32 in memory, rounded to tf32 when read */
     int swizzle;        /* 0: rows `ld` apart; else swizzled rows of this many bytes (ce_swizzle_offset) */
     int rows;           /* stored rows (a swizzled tile's panels are rows x swizzle bytes) */
+    bool xor8;          /* padded rows, 16-byte pieces XORed with (row / 8) % 8 (emit_cuda_ops.c's xor8_col) */
 } SmemOperand;
 /* Byte offset of the 16-byte piece at row `r`, element column `k` (C
  * expressions) of a tile of `cols` `s`-byte elements a row stored as core

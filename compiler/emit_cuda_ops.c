@@ -221,17 +221,47 @@ static bool stage_transposed(Emitter *E, int id) {
 
 /* How stage_operand stores a tile: rows `ld` elements apart (padding
  * against bank conflicts), or in a wgmma layout (wgmma: `swizzle` bytes wide,
- * 0: core matrices; `rows` x `ld` elements). */
+ * 0: core matrices; `rows` x `ld` elements).  xor8: padded rows whose 16-byte
+ * pieces are permuted by the row's 8-row group (xor8_col); kperm: a tf32 A's
+ * columns k-permuted in each 8-column step (kperm_col) before that. */
 typedef struct {
     int ld;
-    bool wgmma;
+    bool wgmma, xor8, kperm;
     int swizzle, rows;
 } StageForm;
+
+/* The stored column of tf32 A's column `c` (a C expression) such that
+ * ldmatrix, reading stored columns q and q + 4 of a k step, returns A's
+ * columns 2q and 2q + 1: the fragments of a k-permuted A (lay_mma_a), whose
+ * B rows are then read as 2q and 2q + 1 (load_b_fragment).  For a B read a
+ * float at a time through the 128-byte swizzle (the f32 scan's B_k in the
+ * state's product): rows q and q + 4 of a warp's reads share banks (2 ways),
+ * rows 2q and 2q + 1 do not. */
+static const char *kperm_col(Emitter *E, const char *c) {
+    return ce_fmt_str(E, "(((%s) & ~7) | (((%s) & 1) << 2) | (((%s) >> 1) & 3))", c, c, c);
+}
+
+/* The stored column of element column `c` (C expressions) in row `r` of a
+ * tile of `s`-byte elements whose 16-byte pieces are XORed with the row's
+ * 8-row group, (r / 8) % 8 (rows a multiple of 8 pieces long).  A warp
+ * whose lanes hold rows 8 apart (the staged tf32 A of ssd_scan's state
+ * product, (x · decay)ᵀ: a float a store) would put all 8 row groups in
+ * one bank at any 16-byte aligned pitch, 8 ways conflicted; permuted, they
+ * land in 8 pieces.  ldmatrix reads 8 rows of one group at one piece, which
+ * the permutation moves together: still conflict-free at a pitch of 4 mod 32
+ * floats. */
+static const char *xor8_col(Emitter *E, const char *r, const char *c, int s) {
+    int ve = 16 / s;
+    return ce_fmt_str(E, "(((%s) & %d) | ((((%s) >> %d) ^ (((%s) >> 3) & 7)) << %d))", c, ve - 1, c, __builtin_ctz(ve), r,
+                      __builtin_ctz(ve));
+}
 
 /* C expression: the address of element (r, c) of a tile stored from element
  * offset `base` of the scratch area as `form` says. */
 static const char *staged_at(Emitter *E, DType dt, int64_t base, const StageForm *form, const char *r, const char *c) {
     int s = ce_regsize(dt);
+    if (form->kperm) c = kperm_col(E, c);
+    if (form->xor8) c = xor8_col(E, r, c, s);
     if (!form->wgmma) return ce_fmt_str(E, "((%s *)tile_smem + %lld + (%s) * %d + %s)", ce_ctype(dt), (long long)base, r, form->ld, c);
     /* the 16-byte piece, then the element's place in it */
     const char *piece = form->swizzle ? ce_swizzle_offset(E, form->swizzle, r, c, form->rows, s)
@@ -285,6 +315,7 @@ bool ce_mma_on_tensor_cores(const Type *at, const Type *bt, const Type *t) {
 /* The address of the 16 bytes at stored row `r`, column `c` (C expressions;
  * c a multiple of 8 elements) of 16-bit operand `o`, for ldmatrix. */
 static const char *ldsm_at_sized(Emitter *E, const SmemOperand *o, const char *r, const char *c, int s) {
+    if (o->xor8) c = xor8_col(E, r, c, s);
     if (!o->swizzle) return ce_fmt_str(E, "%s + (%s) * %d + %s", o->base, r, o->ld, c);
     return ce_fmt_str(E, "(const unsigned char *)%s + %s", o->base, ce_swizzle_offset(E, o->swizzle, r, c, o->rows, s));
 }
@@ -440,6 +471,18 @@ static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, i
     return 1;
 }
 
+/* The warps of result layout R over its rows (M) and its columns (N), log2. */
+static void result_warp_bits(Emitter *E, const Type *t, const Layout *R, int *wmbits, int *wnbits) {
+    *wmbits = *wnbits = 0;
+    for (int b = 0; b < R->nbits; b++) {
+        if (R->space[b] != LAY_WARP) continue;
+        int dd, j;
+        lay_dim_of(t->rank, t->shape, b, &dd, &j);
+        if (dd == t->rank - 1) (*wnbits)++; else (*wmbits)++;
+    }
+    (void)E;
+}
+
 /* One k step: B's fragments from shared memory, then the MI x NI
  * instructions into the accumulator registers `d` (layout `lay`) of batch
  * bb.  A's fragments are in fa[][] already, or with `a` read from shared
@@ -519,7 +562,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     int kstep = ce_mma_kstep(adt);
     bool tensor = ce_mma_on_tensor_cores(at, bt, t);
     /* operands already in shared memory (cp.async) are read where they are */
-    SmemOperand oa, ob;
+    SmemOperand oa = {0}, ob = {0};
     bool a_async = tensor && ce_async_operand(E, ia, 0, &oa);
     bool b_async = tensor && ce_async_operand(E, ib, 1, &ob);
     ce_fit_operand(E, ic, t);
@@ -580,6 +623,16 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     int lda = !tensor ? K : a_tr ? M + pad : K + pad;
     int ldb = !tensor ? N : b_tr ? K + pad : s == 2 ? N + 8 : tf32_kn_pitch(N, reg_a && ce_plan_kperm(E, op));
     StageForm a_form = {.ld = lda}, b_form = {.ld = ldb};
+    if (stage_a && tensor && s == 4 && !abatch && !a_tr && wg_lay < 0 && K % 32 == 0 && !E->opt_no_xor8) {
+        /* a tf32 A that ldmatrix will read (tf32_a_by_ldsm): its pieces
+         * permuted by row group against the stores' conflicts (xor8_col) */
+        int wmbits, wnbits;
+        result_warp_bits(E, t, ce_lay(E, lay), &wmbits, &wnbits);
+        SmemOperand probe = {.ld = lda, .kmajor = true};
+        a_form.xor8 = tf32_a_by_ldsm(E, &probe, (M / 16) >> wmbits);
+        /* and k-permuted where B lies swizzled [K][N], read a float at a time */
+        a_form.kperm = a_form.xor8 && b_async && !ob.kmajor && ob.swizzle && !E->opt_no_staged_kperm;
+    }
     if (wg_stage_b) {   /* wgmma's layouts have no padding; tf32 K-major only */
         if (bdt == DT_TF32) b_tr = true;
         ldb = b_tr ? K : N;
@@ -597,7 +650,8 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         if (wg_stage_b) ce_out(E, "tile_fence_proxy_async();");
         ce_out(E, "__syncthreads();");
     }
-    if (stage_a) oa = (SmemOperand){.base = ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), .ld = lda, .kmajor = !a_tr};
+    if (stage_a)
+        oa = (SmemOperand){.base = ce_fmt_str(E, "((const %s *)tile_smem)", ce_ctype(adt)), .ld = lda, .kmajor = !a_tr, .xor8 = a_form.xor8};
     if (!b_async)
         ob = (SmemOperand){.base = ce_fmt_str(E, "((const %s *)tile_smem + %lld)", ce_ctype(bdt), (long long)b_off), .ld = ldb,
                            .kmajor = b_tr, .swizzle = b_form.swizzle, .rows = b_form.rows};
@@ -607,15 +661,8 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     if (wg_lay >= 0) {
         ce_emit_wgmma(E, op, wg_reg_a ? NULL : &oa, areg, a_lay, &ob, d, lay, inplace);
     } else if (tensor) {
-        int wnb = __builtin_popcount(lay_warp_mask(R) & ((1u << E->warpbits) - 1));
-        int wnbits = 0, wmbits = 0;
-        for (int b = 0; b < R->nbits; b++) {
-            if (R->space[b] != LAY_WARP) continue;
-            int dd, j;
-            lay_dim_of(t->rank, t->shape, b, &dd, &j);
-            if (dd == t->rank - 1) wnbits++; else wmbits++;
-        }
-        (void)wnb;
+        int wmbits, wnbits;
+        result_warp_bits(E, t, R, &wmbits, &wnbits);
         int MI = (M / 16) >> wmbits, NI = (N / 8) >> wnbits;
         ce_out(E, "const int m0 = ((warp >> %d) & %d) * %d, n0 = (warp & %d) * %d;", wnbits, (1 << wmbits) - 1,
             M >> wmbits, (1 << wnbits) - 1, N >> wnbits);
@@ -639,7 +686,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
             bool a_late = s == 4 && tf32_a_by_ldsm(E, &a, MI);
             if (!a_late)
                 for (int mi = 0; mi < MI; mi++) load_a_fragment(E, &a, mi, MI, s);
-            emit_k_step_products(E, adt, a_late ? &a : NULL, &b, false, d, lay, bb, MI, NI);
+            emit_k_step_products(E, adt, a_late ? &a : NULL, &b, a_form.kperm, d, lay, bb, MI, NI);
             E->indent--;
             ce_out(E, "}");
         }
