@@ -1761,23 +1761,43 @@ int ce_smem_blocks(int64_t smem) { return smem > 0 ? (int)(SMEM_PER_SM / (smem +
  * needs a pipeline, so the kernel is emitted again with all such products
  * on mma.sync (mma_sync_tf32_kn), whose buffers are smaller. */
 static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn,
-                       int *store_cap);
+                       int *store_cap, bool no_mixed32, bool *mixed32);
 
 /* ... and 2 when the buffers of stores by TMA would cost the kernel a block
  * per SM (emit_cuda_store.c): emitted again with only the stores of smaller
  * boxes by TMA (*store_cap lowered below the largest), until none are. */
-int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d) {
+static int emit_settled(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool no_mixed32,
+                        bool *mixed32) {
     bool kn = false;
     int store_cap = INT_MAX;
     for (;;) {
-        int rc = emit_kernel(f, opt, res, d, kn, &store_cap);
+        int rc = emit_kernel(f, opt, res, d, kn, &store_cap, no_mixed32, mixed32);
         if (rc == 1 && !kn) kn = true;
         else if (rc != 2) return rc;
     }
 }
 
+/* A kernel with 32-bit async loads other uses read back (emit_cuda_async.c's
+ * mixed32_ok) that runs one block per SM is emitted again without them, and
+ * that one kept where it runs more: the f32 scan at (8, 4096, 80, 64, 64, 8),
+ * x_k's buffers and copy 134 KB (1 block per SM), 1.26 ms, against 84 KB
+ * and 1.196 without (H200, docs/performance.md). */
+int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d) {
+    bool mixed32 = false, unused;
+    int rc = emit_settled(f, opt, res, d, false, &mixed32);
+    if (rc != 0 || !mixed32 || ce_smem_blocks(res->smem_bytes) > 1) return rc;
+    CudaKernelCode plain = {0};
+    if (emit_settled(f, opt, &plain, d, true, &unused) == 0 && ce_smem_blocks(plain.smem_bytes) > 1) {
+        cuda_code_free(res);
+        *res = plain;
+    } else {
+        cuda_code_free(&plain);
+    }
+    return 0;
+}
+
 static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn,
-                       int *store_cap) {
+                       int *store_cap, bool no_mixed32, bool *mixed32) {
     memset(res, 0, sizeof *res);
     Emitter E;
     memset(&E, 0, sizeof E);
@@ -1822,6 +1842,9 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_no_staged_kperm = ce_env_flag("TILEC_NO_STAGED_KPERM");
     E.opt_tf32_no_transpose = ce_env_flag("TILEC_TF32_NO_TRANSPOSE");
     E.opt_no_wgmma_transpose = mma_sync_tf32_kn || ce_env_flag("TILEC_NO_WGMMA_TRANSPOSE");
+    E.opt_wgmma_reg_a_no_transpose = ce_env_flag("TILEC_WGMMA_REG_A_NO_TRANSPOSE");
+    E.opt_wgmma_no_kperm_copy = ce_env_flag("TILEC_WGMMA_NO_KPERM_COPY");
+    E.opt_no_mixed32 = no_mixed32 || ce_env_flag("TILEC_NO_MIXED32");
     E.opt_transpose_late = ce_env_flag("TILEC_TRANSPOSE_LATE");
     E.opt_no_transpose_in_place = ce_env_flag("TILEC_NO_TRANSPOSE_IN_PLACE");
     E.opt_loop_store_barrier = ce_env_flag("TILEC_LOOP_STORE_BARRIER");
@@ -1948,6 +1971,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     res->occupancy = occ > 0 ? occ : 0;
     res->ntmaps = E.ntmaps;
     memcpy(res->tmaps, E.tmaps, sizeof E.tmaps);
+    *mixed32 = ce_async_mixed32_used(&E);
     arena_free(&E.mem);
     return 0;
 }

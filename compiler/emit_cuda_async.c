@@ -208,6 +208,45 @@ static bool read_in_registers(Emitter *E, int v) {
     return mixed;
 }
 
+/* Does some use of `v` (through views) that is not an operand of a
+ * tensor-core product read an f32 value, not a tf32 one (the exact value:
+ * such a buffer must not be rounded in place, ce_async_exact_reads)? */
+static bool reads_exact(Emitter *E, const IrBlock *blk, int v, int depth) {
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        for (int a = 0; a < o->nargs; a++) {
+            if (o->args[a] != v || (o->op == OP_MMA && a < 2)) continue;
+            if (is_view_op(E, o) && depth < 8) {
+                if (reads_exact(E, blk, o->result, depth + 1)) return true;
+            } else if (ce_vdt(E, v) != DT_TF32) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool ce_async_mixed32_used(Emitter *E) {
+    for (int i = 0; E->async_kind && i <= E->f->nvalues; i++)
+        if (E->async_kind[i] == ASYNC_LOAD && E->async_mixed[i] && ce_regsize(ce_vdt(E, i)) == 4) return true;
+    return false;
+}
+
+bool ce_async_exact_reads(Emitter *E, int lv) {
+    if (!E->async_mixed || !E->async_mixed[lv] || ce_regsize(ce_vdt(E, lv)) == 2) return false;
+    return reads_exact(E, ce_block_holding(E->f->body, E->f->values[lv].def, NULL), lv, 0);
+}
+
+/* May a 32-bit tile that other uses read in registers stay an mma operand's
+ * async load (read back for them, async_mixed)?  On wgmma targets: its
+ * products there read it through transposed copies, or from a buffer
+ * rounded in place that the other uses read through a cast to tf32 too
+ * (ce_async_exact_reads keeps the others off wgmma and in-place rounding).
+ * On mma.sync alone its fragments would be read a float at a time, or its
+ * buffer rounded under the other uses: ssd_scan's tf32 x_k took 2.37 ->
+ * 3.08 ms at the anchor so (H200). */
+static bool mixed32_ok(Emitter *E) { return E->opt_wgmma && !E->opt_no_mixed32; }
+
 /* The ops from the load to operand `id` (load first); n = 0 when `id` is not
  * the end of a qualifying chain.  Every value of it has one use, or only
  * uses that are the operands of products through views (shared_operand). */
@@ -222,11 +261,9 @@ static int chain_of(Emitter *E, int id, const IrOp **ops, int max) {
         v = d->args[0];
     }
     if (!load_qualifies(E, ops[n - 1])) return 0;
-    /* a 32-bit tile other uses read in registers stays a plain load: its
-     * products would read tf32 fragments a float at a time, or wgmma's
-     * buffer would be rounded under the other uses (ssd_scan's tf32 x_k:
-     * 2.37 -> 3.08 ms at the anchor, H200) */
-    for (int i = 0; i < n && ce_regsize(ce_vdt(E, ops[n - 1]->result)) != 2; i++)
+    /* a 32-bit tile other uses read in registers stays a plain load, but
+     * where mixed32_ok */
+    for (int i = 0; i < n && ce_regsize(ce_vdt(E, ops[n - 1]->result)) != 2 && !mixed32_ok(E); i++)
         if (read_in_registers(E, ops[i]->result)) return 0;
     for (int i = 0; i < n / 2; i++) {   /* load first */
         const IrOp *x = ops[i];
@@ -361,7 +398,7 @@ static bool settle_readers(Emitter *E, const IrBlock *blk) {
             int v = o->args[a];
             if (v < 0 || E->async_kind[v] == ASYNC_NONE || E->async_mixed[v] || reads_buffer(E, o, a)) continue;
             int lv = root_load(E, v);
-            if (ce_regsize(ce_vdt(E, lv)) == 2) {
+            if (ce_regsize(ce_vdt(E, lv)) == 2 || mixed32_ok(E)) {
                 for (int w = v;; w = E->f->values[w].def->args[0]) {
                     E->async_mixed[w] = true;
                     if (w == lv) break;
@@ -394,6 +431,7 @@ void ce_async_analyse(Emitter *E) {
     E->async_tr_ld = ARENA_ARRAY(&E->mem, int, n);
     E->async_tr_off = ARENA_ARRAY(&E->mem, int64_t, n);
     E->async_tr_round = ARENA_ARRAY(&E->mem, bool, n);
+    E->async_tr_kperm = ARENA_ARRAY(&E->mem, bool, n);
     E->async_tr_wgmma = ARENA_ARRAY(&E->mem, short, n);
     E->async_tr_ptr = ARENA_ARRAY(&E->mem, const char *, n);
     E->async_read_direct = ARENA_ARRAY(&E->mem, bool, n);
@@ -407,6 +445,7 @@ void ce_async_analyse(Emitter *E) {
         E->async_tr_ld[i] = 0;
         E->async_tr_off[i] = 0;
         E->async_tr_round[i] = false;
+        E->async_tr_kperm[i] = false;
         E->async_tr_wgmma[i] = 0;
         E->async_tr_ptr[i] = NULL;
         E->async_read_direct[i] = false;
@@ -492,7 +531,7 @@ static bool tr_in_place(Emitter *E, int lv) {
     int K, N;
     tile_extent(E, lv, &K, &N);
     return E->async_tr_wgmma[lv] == 128 && E->async_core[lv] && E->async_swizzle[lv] == 128 && K == 32 &&
-           !E->async_read_direct[lv] && !E->opt_no_transpose_in_place;
+           !E->async_read_direct[lv] && !E->async_tr_kperm[lv] && !E->opt_no_transpose_in_place;
 }
 
 /* ---- the copies ---------------------------------------------------------------------- */
@@ -1225,10 +1264,14 @@ static void emit_transpose(Emitter *E, const IrOp *ld, const char *src, const ch
         ce_out(E, "const int nb = (e & 3) + 4 * ((e >> 3) %% %d), kb = ((e >> 2) & 1) + 2 * ((e >> 3) / %d);", NB / 4, NB / 4);
     else
         ce_out(E, "const int nb = e %% %d, kb = e / %d;", NB, NB);
+    /* (k-permuted, async_tr_kperm: the copy's columns 4kb .. 4kb + 3 hold K
+     * indices 8 (kb / 2) + 2i + kb % 2, i = 0 .. 3) */
     for (int i = 0; i < 4; i++)
         ce_out(E, "const float4 r%d = *(const float4 *)(S + %s);", i,
-               copy_dst(E, buf_form(E, lv), E->async_swizzle[lv], ce_fmt_str(E, "(4 * kb + %d)", i), "(4 * nb)", K, N,
-                        E->async_pitch[lv], 4));
+               copy_dst(E, buf_form(E, lv), E->async_swizzle[lv],
+                        E->async_tr_kperm[lv] ? ce_fmt_str(E, "(8 * (kb >> 1) + %d + (kb & 1))", 2 * i)
+                                              : ce_fmt_str(E, "(4 * kb + %d)", i),
+                        "(4 * nb)", K, N, E->async_pitch[lv], 4));
     static const char *const part[4] = {"x", "y", "z", "w"};
     for (int j = 0; j < 4; j++) {
         const char *r = ce_fmt_str(E, "(4 * nb + %d)", j);
@@ -1420,7 +1463,9 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     while (late_stages > 2 && pipe_top(E, late_stages, 2) > budget) late_stages--;
     bool tr_late = late_stages > stages || (inflight_ok && stages >= 3 ? stages - 2 : stages - 1) < 2;
     if (tr_late) stages = late_stages;
-    if (!E->pipe.n || pipe_top(E, stages, tr_late ? 2 : 3) > budget) {
+    /* (the copies it will take, tr_copies below: one, one more while a batch
+     * stays in flight, one more made before the barrier) */
+    if (!E->pipe.n || pipe_top(E, stages, 1 + (inflight_ok && stages >= 3) + !tr_late) > budget) {
         E->pipe.n = 0;
         return false;
     }
@@ -1731,7 +1776,8 @@ void ce_async_plan_rounding(Emitter *E) {
     for (int i = 0; i < n; i++) E->round_how[i] = 0, E->round_reads[i] = 0;
     ce_each_mma(E, E->f->body, tally_rounding);
     for (int i = 0; i < n; i++)
-        if (E->round_how[i] == 1 && E->round_reads[i] >= ROUND_IN_SMEM_READS) E->async_round[i] = true;
+        if (E->round_how[i] == 1 && E->round_reads[i] >= ROUND_IN_SMEM_READS && !ce_async_exact_reads(E, i))
+            E->async_round[i] = true;
 }
 
 bool ce_async_operand_kmajor(Emitter *E, int id, int which, bool *kmajor) {
@@ -1753,7 +1799,7 @@ bool ce_async_operand(Emitter *E, int id, int which, SmemOperand *out) {
     DType dt = ce_vdt(E, lv);
     int row, col;
     load_axes(ops[0], ce_vtype(E, lv), &row, &col);
-    if (which == 1 && col_dim == 1 && E->async_tr_ld[lv]) {   /* its transposed copy (mark_transposed, tr_alloc) */
+    if (col_dim == which && E->async_tr_ld[lv]) {   /* its transposed copy (mark_transposed, tr_alloc) */
         *out = (SmemOperand){.base = ce_fmt_str(E, "((const float *)%s)", E->async_tr_ptr[lv]), .ld = E->async_tr_ld[lv],
                              .kmajor = true, .swizzle = E->async_tr_wgmma[lv], .rows = ce_vtype(E, lv)->shape[col]};
         return true;

@@ -131,6 +131,12 @@ typedef struct Emitter {
                                * kernel computed staged K-major for wgmma (both off: TILEC_TF32_NO_MIXED) */
     bool opt_tf32_scalar;     /* TILEC_TF32_SCALAR_FRAGMENTS: tf32 fragments read a float at a time, not by ldmatrix */
     bool opt_tf32_no_transpose; /* TILEC_TF32_NO_TRANSPOSE: a tf32 B stored [K][N] read where it landed (for measurements) */
+    bool opt_wgmma_reg_a_no_transpose; /* TILEC_WGMMA_REG_A_NO_TRANSPOSE: a product with A from registers keeps a tf32 B
+                                        * stored [K][N] on mma.sync (no transposed copy for wgmma) */
+    bool opt_wgmma_no_kperm_copy; /* TILEC_WGMMA_NO_KPERM_COPY: a reg-A product with k-permuted tf32 fragments stays
+                                   * on mma.sync (no k-permuted transposed copy of its B) */
+    bool opt_no_mixed32;      /* TILEC_NO_MIXED32: a 32-bit mma operand other uses read in registers is a plain load
+                               * (emit_cuda_async.c's mixed32_ok) */
     bool opt_no_wgmma_transpose; /* TILEC_NO_WGMMA_TRANSPOSE: ... kept on mma.sync, not copied transposed for wgmma
                                   * (for measurements) */
     bool opt_transpose_late;  /* TILEC_TRANSPOSE_LATE: ... copied after the stage's barrier even by TMA (for measurements) */
@@ -150,6 +156,8 @@ typedef struct Emitter {
     /* wgmma (emit_cuda_wgmma.c) */
     signed char *wgmma_split; /* per mma result: warp groups over M | over N << 4 (log2); -1: mma.sync */
     bool *wgmma_reg_a;        /* per mma result on wgmma: A read from registers (fragments), not shared memory */
+    bool *wgmma_kperm;        /* ... its K order permuted: A's k-permuted fragments (reg-A), or A from a k-permuted
+                               * transposed copy and B staged in the same order */
     bool *wgmma_barred;       /* per mma result: kept off wgmma (its buffer is read by mma.sync too: ce_wgmma_plan) */
     unsigned char *wgmma_tally; /* per async load: read by wgmma from shared memory (1), by mma.sync (2) */
     unsigned char *round_how; /* per async load: read cast to tf32 (1), not (2) (ce_async_plan_rounding) */
@@ -161,6 +169,8 @@ typedef struct Emitter {
                                * pitch (0: read where it lands; ce_async_loop_begin) */
     int64_t *async_tr_off;    /* ... and the copy's offset in the async area */
     bool *async_tr_round;     /* ... rounded to tf32 on the way */
+    bool *async_tr_kperm;     /* ... its K columns k-permuted in each 8 (kperm_col's order: K index 2q at q, 2q + 1
+                               * at q + 4), for a wgmma product whose A fragments are k-permuted (wgmma_kperm) */
     short *async_tr_wgmma;    /* ... a tf32 B stored [K][N] that wgmma reads: copied transposed, [N][K], into
                                * wgmma's layout swizzled this many bytes wide (ce_wgmma_plan); 0: not so */
     const char **async_tr_ptr; /* ... C expression of the transposed copy this iteration reads */
@@ -222,6 +232,8 @@ void ce_each_mma(Emitter *E, const IrBlock *blk, void (*visit)(Emitter *E, const
 /* The block whose ops include `op`, searched from blk down (its place in
  * *at when at is not NULL), or NULL. */
 const IrBlock *ce_block_holding(const IrBlock *blk, const IrOp *op, int *at);
+bool ce_async_exact_reads(Emitter *E, int lv);
+bool ce_async_mixed32_used(Emitter *E);
 const char *ce_ctype(DType t);
 const char *ce_mtype(DType t);
 int ce_regsize(DType t);

@@ -281,7 +281,7 @@ static void stage_operand(Emitter *E, int id, int64_t base, const StageForm *for
     const char *own = ce_owner(E, lay);
     if (own) ce_out(E, "if (%s) {", own), E->indent++;
     int V = ce_vector_width(E, lay, transposed ? rank - 2 : rank - 1, 16 / ce_regsize(dt));
-    if (ce_regsize(dt) != 2 && ce_regsize(dt) != 4) V = 1;
+    if ((ce_regsize(dt) != 2 && ce_regsize(dt) != 4) || form->kperm) V = 1;   /* (k-permuted: neighbours apart) */
     for (int r = 0; r < ce_nregs(E, lay); r += V) {
         /* row = batch * R + row coordinate */
         Buf rb = {0};
@@ -577,7 +577,8 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
     bool wg_reg_a = wg_lay >= 0 && ce_wgmma_reads_registers(E, op);
     /* B staged by the product itself into a wgmma layout (ce_wgmma_stages_b) */
     bool wg_stage_b = wg_lay >= 0 && !wg_reg_a && !b_async && ce_wgmma_stages_b(E, op);
-    if (wg_lay >= 0 && !(wg_reg_a ? reg_a && b_async && !ce_plan_kperm(E, op) : a_async && (b_async || wg_stage_b))) {
+    if (wg_lay >= 0 && !(wg_reg_a ? reg_a && b_async && ce_plan_kperm(E, op) == E->wgmma_kperm[op->result]
+                                  : a_async && (b_async || wg_stage_b))) {
         ce_fail(E, op, "internal: a wgmma product without its operands where the plan put them");
         return;
     }
@@ -637,6 +638,8 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         if (bdt == DT_TF32) b_tr = true;
         ldb = b_tr ? K : N;
         b_form = (StageForm){.ld = ldb, .wgmma = true, .swizzle = ce_wgmma_staged_swizzle(E, op, b_tr ? 0 : 1), .rows = b_tr ? N : K};
+        /* (A read from a k-permuted transposed copy: B's K rows in its order, bar_kperm) */
+        b_form.kperm = E->wgmma_kperm[op->result] && b_tr;
     }
     int64_t a_elems = stage_a ? (int64_t)(abatch ? batch : 1) * (a_tr ? K : M) * lda : 0;
     int64_t b_off = ((a_elems * s + 15) / 16) * 16 / ce_regsize(bdt);

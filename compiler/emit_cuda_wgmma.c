@@ -6,7 +6,7 @@
  * bf16 or tf32 (one dtype), its result f32 or f16, all three 2-D, K a
  * multiple of the instruction's (16; 8 for tf32), tf32 operands in shared
  * memory K-major (the only orientation wgmma reads 32-bit operands in; a
- * tf32 B stored [K][N] is read from a copy of it transposed once it lands,
+ * tf32 operand stored MN-major is read from a copy of it transposed once it lands,
  * transposed_width), the block has 4 warps or a multiple (whole warp
  * groups), and either
  *   - both operands come through cp.async (emit_cuda_async.c): wgmma reads
@@ -94,8 +94,11 @@ static int operand_load(Emitter *E, const IrOp *o, int which, bool transposed_ok
     bool kmajor = false;
     if (lv < 0 || !ce_async_is_load(E, lv)) return -1;
     ce_async_operand_kmajor(E, o->args[which], which, &kmajor);
-    if (ce_vdt(E, o->args[which]) != DT_TF32 || kmajor) return lv;
-    return which == 1 && transposed_ok && !E->opt_tf32_no_transpose && !E->opt_no_wgmma_transpose ? lv : -1;
+    if (ce_vdt(E, o->args[which]) != DT_TF32) return lv;
+    /* (read where it lands: its buffer is rounded in place, which other
+     * uses reading the exact f32 values forbid) */
+    if (kmajor) return ce_async_exact_reads(E, lv) ? -1 : lv;
+    return transposed_ok && !E->opt_tf32_no_transpose && !E->opt_no_wgmma_transpose ? lv : -1;
 }
 
 /* A tf32 B stored [K][N] (N-major) of a product whose A lies in shared memory
@@ -105,10 +108,25 @@ static int operand_load(Emitter *E, const IrOp *o, int which, bool transposed_ok
  * 0: 32 bytes at least).  Its own buffer takes a swizzled N-major form,
  * which TMA can fill, read by the copy alone (or transposed in place,
  * tr_in_place).  The tf32 K x N matmul at 8192^3: 157 -> 219 TFLOP/s (H200,
- * docs/performance.md).  Not with A from registers: Mamba-2's tf32
- * compute_out (8 warps on 128 rows, x_k's copy transposed for mma.sync by
- * mark_transposed) took 1.643 ms on mma.sync, 1.657 on wgmma that way. */
+ * docs/performance.md).  With A from registers too (Mamba-2's tf32
+ * compute_out at (1, 4096, 80, 64, 128): 0.2387 -> 0.2344 ms; 1.643 -> 1.657
+ * at the anchor when first tried, before tf32 rounded by cvt.rn;
+ * TILEC_WGMMA_REG_A_NO_TRANSPOSE=1 keeps those on mma.sync), and for an A
+ * stored [K][M] (M-major), whose copy [M][K] is K-major the same way. */
 static int transposed_width(int K) { return K * 4 % 128 == 0 ? 128 : K * 4 % 64 == 0 ? 64 : 32; }
+
+/* May reg-A product `o`, whose tf32 A fragments the plan k-permuted (an
+ * accumulator's two columns a thread are A's k = 2q and 2q + 1, which
+ * mma.sync reads as its k = q and q + 4), read its B from a transposed copy
+ * whose K columns lie in that order (async_tr_kperm, emit_cuda_async.c's
+ * emit_transpose)?  The f32 scan's weights · x_k: the weights come from the
+ * scores' accumulator. */
+static bool kperm_by_copy(Emitter *E, const IrOp *o) {
+    int cd;
+    if (E->opt_wgmma_no_kperm_copy || ce_vdt(E, o->args[0]) != DT_TF32) return false;
+    int lv = ce_async_operand_load(E, o->args[1], &cd, NULL);
+    return lv >= 0 && cd == 1 && ce_vtype(E, o->args[1])->shape[0] % 8 == 0;
+}
 
 /* A product whose A the plan reads from registers (emit_cuda_plan.c) with
  * every warp on 16 rows of M: wgmma takes A from registers too, in the same
@@ -121,10 +139,12 @@ static int transposed_width(int K) { return K * 4 % 128 == 0 ? 128 : K * 4 % 64 
  * per warp. */
 static bool plan_reg_a(Emitter *E, const IrOp *o, int *wgm) {
     int wmb, wnb;
-    if (!ce_wgmma_may_read_a_registers(E, o) || !ce_plan_reg_a(E, o) || ce_plan_kperm(E, o)) return false;
+    if (!ce_wgmma_may_read_a_registers(E, o) || !ce_plan_reg_a(E, o)) return false;
+    if (ce_plan_kperm(E, o) && !kperm_by_copy(E, o)) return false;
     ce_plan_split(E, o, &wmb, &wnb);
     if (wnb != 0 || wmb != E->warpbits) return false;
     *wgm = E->warpbits - 2;
+    E->wgmma_kperm[o->result] = ce_plan_kperm(E, o);
     return true;
 }
 
@@ -136,7 +156,7 @@ bool ce_wgmma_may_read_a_registers(Emitter *E, const IrOp *o) {
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
     if (M != 16 << E->warpbits || K % ce_mma_kstep(at->dtype)) return false;
     if (N % 8 || N > 256 || N / 2 > WGMMA_MAX_ACC_REGS) return false;
-    return operand_load(E, o, 1, false) >= 0;
+    return operand_load(E, o, 1, !E->opt_wgmma_reg_a_no_transpose) >= 0;
 }
 
 bool ce_wgmma_stages_b(Emitter *E, const IrOp *o) {
@@ -175,7 +195,7 @@ static bool plan_mma(Emitter *E, const IrOp *o) {
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
     if (M % 64 || K % ce_mma_kstep(at->dtype) || !choose_split(E, M, N, &wgm, &wgn)) return false;
     bool staged = ce_wgmma_stages_b(E, o);
-    if (operand_load(E, o, 0, false) < 0 ||
+    if (operand_load(E, o, 0, true) < 0 ||
         (staged ? !(ce_is_half(bt->dtype) || (bt->dtype == DT_TF32 && E->opt_tf32_mixed)) || E->opt_wgmma_nostage
                 : operand_load(E, o, 1, true) < 0))
         return false;
@@ -220,9 +240,10 @@ static void plan_operands(Emitter *E, const IrOp *o) {
         int width = E->opt_wgmma_noswizzle ? 0 : swizzle_width(E, o, w, cd);
         if (E->async_core[lv] && E->async_swizzle[lv] < width) width = E->async_swizzle[lv];
         E->async_core[lv] = true;
-        if (w == 1 && cd == 1 && ce_vdt(E, o->args[1]) == DT_TF32) {   /* read from its transposed copy */
-            E->async_tr_wgmma[lv] = (short)transposed_width(ce_vtype(E, o->args[1])->shape[0]);
+        if (cd == w && ce_vdt(E, o->args[w]) == DT_TF32) {   /* read from its transposed copy */
+            E->async_tr_wgmma[lv] = (short)transposed_width(ce_vtype(E, o->args[w])->shape[1 - w]);
             E->async_tr_round[lv] = round && !E->opt_tf32_truncate;
+            E->async_tr_kperm[lv] |= w == 1 && E->wgmma_kperm[o->result];
         } else {
             E->async_round[lv] = round && !E->opt_tf32_truncate;
             E->async_read_direct[lv] = true;
@@ -263,6 +284,26 @@ static void bar_mixed(Emitter *E, const IrOp *o) {
     }
 }
 
+/* Every product reading a k-permuted transposed copy (async_tr_kperm) reads
+ * it in that order, or is barred: a reg-A product whose A is k-permuted
+ * likewise (wgmma_kperm), or one whose A is the copy and whose B it stages
+ * itself, which then stages B's K rows in that order too (the f32 scan's
+ * state xᵀ · (B_k ∘ decay), xᵀ read from x_k's copy that weights · x_k
+ * reads k-permuted). */
+static void bar_kperm(Emitter *E, const IrOp *o) {
+    if (E->wgmma_split[o->result] < 0) return;
+    for (int w = E->wgmma_reg_a[o->result] ? 1 : 0; w < 2; w++) {
+        int cd, lv = ce_async_operand_load(E, o->args[w], &cd, NULL);
+        if (lv < 0 || cd != w || !E->async_tr_kperm[lv]) continue;   /* (not its k-permuted copy) */
+        if (w == 1 && E->wgmma_reg_a[o->result] && E->wgmma_kperm[o->result]) continue;
+        if (w == 0 && ce_wgmma_stages_b(E, o) && !E->opt_no_staged_kperm) {
+            E->wgmma_kperm[o->result] = true;
+            continue;
+        }
+        E->wgmma_barred[o->result] = true;
+    }
+}
+
 static void note_staged(Emitter *E, const IrOp *o) {
     if (E->wgmma_split[o->result] >= 0 && !E->wgmma_reg_a[o->result] && ce_wgmma_stages_b(E, o)) E->swizzled = true;
 }
@@ -271,9 +312,10 @@ void ce_wgmma_plan(Emitter *E) {
     int n = E->f->nvalues + 1;
     E->wgmma_split = ARENA_ARRAY(&E->mem, signed char, n);
     E->wgmma_reg_a = ARENA_ARRAY(&E->mem, bool, n);
+    E->wgmma_kperm = ARENA_ARRAY(&E->mem, bool, n);
     E->wgmma_barred = ARENA_ARRAY(&E->mem, bool, n);
     E->wgmma_tally = ARENA_ARRAY(&E->mem, unsigned char, n);
-    for (int i = 0; i < n; i++) E->wgmma_split[i] = -1, E->wgmma_reg_a[i] = E->wgmma_barred[i] = false;
+    for (int i = 0; i < n; i++) E->wgmma_split[i] = -1, E->wgmma_reg_a[i] = E->wgmma_barred[i] = E->wgmma_kperm[i] = false;
     E->local_wgmma = ARENA_ARRAY(&E->mem, bool, E->f->nlocals + 1);
     for (int i = 0; i <= E->f->nlocals; i++) E->local_wgmma[i] = false;
     if (!E->opt_wgmma) return;
@@ -292,7 +334,7 @@ void ce_wgmma_plan(Emitter *E) {
     int *pitch = ARENA_ARRAY(&E->mem, int, n);
     for (int i = 0; i < n; i++)
         core[i] = E->async_core[i], round[i] = E->async_round[i], swizzle[i] = E->async_swizzle[i], pitch[i] = E->async_pitch[i];
-    for (int i = 0; i < n; i++) E->async_tr_wgmma[i] = 0, E->async_read_direct[i] = false;
+    for (int i = 0; i < n; i++) E->async_tr_wgmma[i] = 0, E->async_read_direct[i] = false, E->async_tr_kperm[i] = false;
     for (int pass = 0; pass < n; pass++) {
         ce_each_mma(E, E->f->body, plan_operands);
         for (int i = 0; i < n; i++) E->wgmma_tally[i] = 0;
@@ -300,6 +342,7 @@ void ce_wgmma_plan(Emitter *E) {
         int barred = 0;
         for (int i = 0; i < n; i++) barred += E->wgmma_barred[i];
         ce_each_mma(E, E->f->body, bar_mixed);
+        ce_each_mma(E, E->f->body, bar_kperm);
         for (int i = 0; i < n; i++) barred -= E->wgmma_barred[i];
         if (!barred) break;
         for (int i = 0; i < n; i++) {
@@ -307,6 +350,7 @@ void ce_wgmma_plan(Emitter *E) {
             E->async_core[i] = core[i], E->async_round[i] = round[i], E->async_swizzle[i] = swizzle[i];
             E->async_pitch[i] = pitch[i];
             E->async_tr_wgmma[i] = 0, E->async_tr_round[i] = false, E->async_read_direct[i] = false;
+            E->async_tr_kperm[i] = false, E->wgmma_kperm[i] = false;
         }
     }
     /* (shared memory aligned for the hardware's swizzle: mma.sync's swizzled
@@ -458,8 +502,9 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
         ce_out(E, "unsigned fa[%d][4];", K / ks);
         for (int s = 0; s < K / ks; s++)
             for (int q = 0; q < 4; q++) {
-                if (size == 4) {
-                    ce_out(E, "fa[%d][%d] = __float_as_uint(%s);", s, q, ce_reg(E, areg, a_lay, 4 * s + q));
+                if (size == 4) {   /* (k-permuted: a thread's k = q and q + 4 are registers 2q and 2q + 1 of a row) */
+                    int r = 4 * s + (E->wgmma_kperm[op->result] ? (q >> 1) + 2 * (q & 1) : q);
+                    ce_out(E, "fa[%d][%d] = __float_as_uint(%s);", s, q, ce_reg(E, areg, a_lay, r));
                 } else {
                     int lo = s * 8 + 2 * q;
                     ce_out(E, "fa[%d][%d] = (unsigned)%s | ((unsigned)%s << 16);", s, q, ce_reg(E, areg, a_lay, lo),
