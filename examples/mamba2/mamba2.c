@@ -734,6 +734,11 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
     plan_const(p, K_OUT, "HAS_D", !f->has_D ? 0 : f->D_per_head && dt != TILE_F32 ? 2 : 1, 1);
     plan_const(p, K_OUT, "HAS_Z", f->has_z, 1);
     plan_const(p, K_OUT, "SPLIT", run->segments > 1, 1);
+    /* f32 at dstate <= 32: the state's product as xᵀ (B ∘ decay)
+     * (ssd_scan.tile's DECAY_ON_B): ssd_scan 1.128 -> 0.875 ms at (8, 4096,
+     * 80, 64, 32, 1) in 32-token steps, slower at dstate 64 and 128 (1.196
+     * -> 1.355, 1.76 -> 2.33); H200, 2026-12-04, fourth session */
+    if (dt == TILE_F32) plan_const(p, K_OUT, "DECAY_ON_B", s->dstate <= 32, 1);
     if (o->warps_state) plan_const(p, K_OUT, "num_warps", o->warps_state, 1);
     if (o->occupancy_state) plan_const(p, K_OUT, "occupancy", o->occupancy_state, 1);
     /* the segments' states: any head-dim tiles (they meet in memory), the scan's by default */
