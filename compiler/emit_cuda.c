@@ -522,7 +522,8 @@ static int common_layout(Emitter *E, const int *ids, int n, const Type *t, bool 
     }
     for (int i = 0; i < n; i++) {
         Val *v = ce_val(E, ids[i]);
-        if (lay_compatible(ce_lay(E, v->lay), ce_lay(E, b))) continue;
+        bool at_use = saved && i < REMAT_OPERANDS && cheap[i] && ce_remat_at_use(E, ids[i]);
+        if (lay_compatible(ce_lay(E, v->lay), ce_lay(E, b)) && !at_use) continue;
         const char *name;
         int lay;
         if (i < REMAT_OPERANDS && cheap[i] && ce_remat(E, ids[i], b, &name, &lay)) {
@@ -1845,6 +1846,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_wgmma_reg_a_no_transpose = ce_env_flag("TILEC_WGMMA_REG_A_NO_TRANSPOSE");
     E.opt_wgmma_no_kperm_copy = ce_env_flag("TILEC_WGMMA_NO_KPERM_COPY");
     E.opt_no_mixed32 = no_mixed32 || ce_env_flag("TILEC_NO_MIXED32");
+    E.opt_no_remat_at_use = ce_env_flag("TILEC_NO_REMAT_AT_USE");
     E.opt_transpose_late = ce_env_flag("TILEC_TRANSPOSE_LATE");
     E.opt_no_transpose_in_place = ce_env_flag("TILEC_NO_TRANSPOSE_IN_PLACE");
     E.opt_loop_store_barrier = ce_env_flag("TILEC_LOOP_STORE_BARRIER");

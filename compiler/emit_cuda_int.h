@@ -135,6 +135,8 @@ typedef struct Emitter {
                                         * stored [K][N] on mma.sync (no transposed copy for wgmma) */
     bool opt_wgmma_no_kperm_copy; /* TILEC_WGMMA_NO_KPERM_COPY: a reg-A product with k-permuted tf32 fragments stays
                                    * on mma.sync (no k-permuted transposed copy of its B) */
+    bool opt_no_remat_at_use; /* TILEC_NO_REMAT_AT_USE: a mixed 32-bit tile's registers read back where its load
+                               * stands serve every use (emit_cuda_remat.c's ce_remat_at_use) */
     bool opt_no_mixed32;      /* TILEC_NO_MIXED32: a 32-bit mma operand other uses read in registers is a plain load
                                * (emit_cuda_async.c's mixed32_ok) */
     bool opt_no_wgmma_transpose; /* TILEC_NO_WGMMA_TRANSPOSE: ... kept on mma.sync, not copied transposed for wgmma
@@ -412,6 +414,7 @@ void ce_view_positions(Emitter *E, const IrOp *op, int *pos_of_src, int *src_of_
 
 /* emit_cuda_remat.c: values made again in the layout a use needs */
 bool ce_remat_cheap(Emitter *E, int id);
+bool ce_remat_at_use(Emitter *E, int id);
 /* Registers of `id` in a layout compatible with `want` (full): false when
  * `id` cannot be made again here. */
 bool ce_remat(Emitter *E, int id, int want, const char **name, int *lay);

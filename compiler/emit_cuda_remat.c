@@ -42,6 +42,19 @@ static int cost(Emitter *E, int id, int budget) {
 
 bool ce_remat_cheap(Emitter *E, int id) { return !one_element(E, id) && cost(E, id, REMAT_BUDGET) > 0; }
 
+/* Is `id` (through views) a 32-bit tile read back from a pipelined buffer
+ * that mma products read too (async_mixed)?  Such a tile is read again at
+ * each use, even in the layout it has: its registers read back where the load
+ * stands would stay live across the step to a use at its end (the f32 scan's
+ * B_k, 64 registers a thread at dstate 128, read by the state's B ∘ decay
+ * with DECAY_ON_B; x_k, read by the skip term). */
+bool ce_remat_at_use(Emitter *E, int id) {
+    const IrOp *d = id >= 0 ? E->f->values[id].def : NULL;
+    while (d && (d->op == OP_RESHAPE || d->op == OP_PERMUTE)) d = E->f->values[d->args[0]].def;
+    return d && d->op == OP_LOAD && ce_regsize(ce_vdt(E, d->result)) == 4 && E->async_mixed && E->async_mixed[d->result] &&
+           cost(E, id, REMAT_BUDGET) > 0 && !E->opt_no_remat_at_use;
+}
+
 void ce_view_positions(Emitter *E, const IrOp *op, int *pos_of_src, int *src_of_res) {
     const Type *t = ce_vtype(E, op->result), *xt = ce_vtype(E, op->args[0]);
     for (int b = 0; b < LAY_MAX_BITS; b++) pos_of_src[b] = src_of_res[b] = -1;

@@ -68,6 +68,8 @@ static const char usage_text[] =
     "           the scan ssd_scan's (--block-p-state ssd_scan_states' too)\n"
     "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64, 32 for f32\n"
     "           inputs with dstate <= 32 (<= 64 without wgmma); without --pass it picks the scan)\n"
+    "           --decay-on-b 0|1 (f32 ssd_scan: the state's product as xT (B o decay), ssd_scan.tile's\n"
+    "           DECAY_ON_B; default 1 at dstate <= 32)\n"
     "           --segments N (1..64: the scan's sequence cut into N runs of steps, one block\n"
     "           each, the states they start from made by ssd_scan_states first; at most the\n"
     "           steps, and 65535 / batch; default on the GPU: what keeps the SMs busiest, 1 on\n"
@@ -219,6 +221,10 @@ static int parse_args(int argc, char **argv, Config *cfg) {
             else { fprintf(stderr, "mamba2: --pass expects scan or chunks, got '%s'\n", value); rc = -1; }
         }
         else if (!strcmp(flag, "--scan-step")) rc = parse_pow2(flag, value, &cfg->opt.scan_step);
+        else if (!strcmp(flag, "--decay-on-b")) {
+            rc = parse_int(flag, value, 0, 1, &cfg->opt.decay_on_b);
+            cfg->opt.decay_on_b++;   /* (0: not given) */
+        }
         else if (!strcmp(flag, "--segments")) rc = parse_int(flag, value, 1, 64, &cfg->opt.segments);
         else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
         else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
@@ -738,7 +744,7 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
      * (ssd_scan.tile's DECAY_ON_B): ssd_scan 1.128 -> 0.875 ms at (8, 4096,
      * 80, 64, 32, 1) in 32-token steps, slower at dstate 64 and 128 (1.196
      * -> 1.355, 1.76 -> 2.33); H200, 2026-12-04, fourth session */
-    if (dt == TILE_F32) plan_const(p, K_OUT, "DECAY_ON_B", s->dstate <= 32, 1);
+    if (dt == TILE_F32) plan_const(p, K_OUT, "DECAY_ON_B", o->decay_on_b ? o->decay_on_b - 1 : s->dstate <= 32, 1);
     if (o->warps_state) plan_const(p, K_OUT, "num_warps", o->warps_state, 1);
     if (o->occupancy_state) plan_const(p, K_OUT, "occupancy", o->occupancy_state, 1);
     /* the segments' states: any head-dim tiles (they meet in memory), the scan's by default */

@@ -69,6 +69,7 @@ typedef struct M2Options {
     int occupancy_state;             /* --occupancy-state: kernel 2's; 0 = the compiler's choice */
     int pass;                        /* --pass: M2_PASS_* */
     int scan_step;                   /* --scan-step: tokens per step of ssd_scan; 0: mamba2.c's scan_step */
+    int decay_on_b;                  /* --decay-on-b N: f32 ssd_scan's DECAY_ON_B, as N + 1; 0: mamba2.c's rule */
     int segments;                    /* --segments: the scan's sequence cut into this many runs, a block
                                         each (ssd_scan.tile's SPLIT); 0 = the driver's choice */
 } M2Options;
