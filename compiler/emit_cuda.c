@@ -1847,6 +1847,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_wgmma_no_kperm_copy = ce_env_flag("TILEC_WGMMA_NO_KPERM_COPY");
     E.opt_no_mixed32 = no_mixed32 || ce_env_flag("TILEC_NO_MIXED32");
     E.opt_no_remat_at_use = ce_env_flag("TILEC_NO_REMAT_AT_USE");
+    E.opt_no_lanes_down = ce_env_flag("TILEC_NO_LANES_DOWN");
     E.opt_transpose_late = ce_env_flag("TILEC_TRANSPOSE_LATE");
     E.opt_no_transpose_in_place = ce_env_flag("TILEC_NO_TRANSPOSE_IN_PLACE");
     E.opt_loop_store_barrier = ce_env_flag("TILEC_LOOP_STORE_BARRIER");

@@ -135,6 +135,7 @@ typedef struct Emitter {
                                         * stored [K][N] on mma.sync (no transposed copy for wgmma) */
     bool opt_wgmma_no_kperm_copy; /* TILEC_WGMMA_NO_KPERM_COPY: a reg-A product with k-permuted tf32 fragments stays
                                    * on mma.sync (no k-permuted transposed copy of its B) */
+    bool opt_no_lanes_down;   /* TILEC_NO_LANES_DOWN: a tf32 B wgmma stages has no wanted layout (emit_cuda_wgmma.c's note_staged) */
     bool opt_no_remat_at_use; /* TILEC_NO_REMAT_AT_USE: a mixed 32-bit tile's registers read back where its load
                                * stands serve every use (emit_cuda_remat.c's ce_remat_at_use) */
     bool opt_no_mixed32;      /* TILEC_NO_MIXED32: a 32-bit mma operand other uses read in registers is a plain load
@@ -405,6 +406,7 @@ bool ce_plan_reg_a(Emitter *E, const IrOp *mma);
 bool ce_plan_kperm(Emitter *E, const IrOp *mma);
 /* The layout value `id` should be made in: its want, else `fallback`. */
 int ce_plan_layout(Emitter *E, int id, int fallback);
+void ce_plan_want(Emitter *E, int id, int lay);
 /* The layout local `l` should start in: the want of its reads, else `fallback`. */
 int ce_plan_local_layout(Emitter *E, int l, int fallback);
 

@@ -173,6 +173,10 @@ static int usable_want(Emitter *E, int lay, const Type *t, int fallback) {
     return w->nbits == lay_log2(type_numel(t)) && lay_full(w) ? lay : fallback;
 }
 
+void ce_plan_want(Emitter *E, int id, int lay) {
+    if (E->want) push_want(E, id, lay, 0);
+}
+
 int ce_plan_layout(Emitter *E, int id, int fallback) {
     if (!E->want || id < 0) return fallback;
     return usable_want(E, E->want[id], ce_vtype(E, id), fallback);

@@ -304,8 +304,35 @@ static void bar_kperm(Emitter *E, const IrOp *o) {
     }
 }
 
+/* Is `id` made (element-wise, through views) from a product's result or a
+ * local (a carried state: its layout is the accumulator's)? */
+static bool from_state(Emitter *E, int id, int depth) {
+    const IrOp *d = id >= 0 && depth < 16 ? E->f->values[id].def : NULL;
+    if (!d) return false;
+    if (d->op == OP_MMA || d->op == OP_LOCAL_GET) return true;
+    if (d->op != OP_RESHAPE && d->op != OP_PERMUTE && d->op != OP_BROADCAST && !ir_op_is_elementwise(d->op)) return false;
+    for (int a = 0; a < d->nargs; a++)
+        if (from_state(E, d->args[a], depth + 1)) return true;
+    return false;
+}
+
+/* A product staging its B (ce_wgmma_stages_b): the kernel's shared memory
+ * aligned for the swizzle; and a tf32 B, which it stores transposed ([N][K],
+ * K-major, a float at a time where k-permuted), wanted with the lanes along K
+ * (lay_lanes_down): a warp's stores then fill 32 columns of one stored row,
+ * where lanes along N put 16 of them in one bank (rows 128 bytes apart; the
+ * f32 scan's B ∘ decay with DECAY_ON_B at dstate 128).  Not a B made from a
+ * product or a carried local (the scan's state for C·hᵀ): that one is made
+ * in the accumulator's layout, and wanting another would convert it. */
 static void note_staged(Emitter *E, const IrOp *o) {
-    if (E->wgmma_split[o->result] >= 0 && !E->wgmma_reg_a[o->result] && ce_wgmma_stages_b(E, o)) E->swizzled = true;
+    if (E->wgmma_split[o->result] < 0 || E->wgmma_reg_a[o->result] || !ce_wgmma_stages_b(E, o)) return;
+    E->swizzled = true;
+    const Type *bt = ce_vtype(E, o->args[1]);
+    if (bt->dtype == DT_TF32 && bt->shape[0] % 32 == 0 && bt->shape[1] % (4 << E->warpbits) == 0 && !E->opt_no_lanes_down &&
+        !from_state(E, o->args[1], 0)) {
+        Layout l = lay_lanes_down(bt, E->warpbits, 4);
+        ce_plan_want(E, o->args[1], ce_lay_add(E, &l));
+    }
 }
 
 void ce_wgmma_plan(Emitter *E) {

@@ -64,6 +64,20 @@ Layout lay_blocked(const Type *t, int fastest, int warpbits, int max_vec) {
     return l;
 }
 
+Layout lay_lanes_down(const Type *t, int warpbits, int vec) {
+    Layout l;
+    lay_init(&l, t->rank, t->shape);
+    l.kind = LAYK_BLOCKED;
+    int kb = lay_log2(t->shape[0]), nbits = lay_log2(t->shape[1]), vb = lay_log2(vec), reg = 0, n = 0;
+    for (; n < vb; n++) set_bit(&l, lay_pos(2, t->shape, 1, n), LAY_REG, reg++);
+    for (int k = 0; k < 5; k++) set_bit(&l, lay_pos(2, t->shape, 0, k), LAY_LANE, k);
+    for (int w = 0; w < warpbits; w++, n++) set_bit(&l, lay_pos(2, t->shape, 1, n), LAY_WARP, w);
+    for (; n < nbits; n++) set_bit(&l, lay_pos(2, t->shape, 1, n), LAY_REG, reg++);
+    for (int k = 5; k < kb; k++) set_bit(&l, lay_pos(2, t->shape, 0, k), LAY_REG, reg++);
+    l.nregbits = reg;
+    return l;
+}
+
 Layout lay_mma(const Type *t, int wmbits, int wnbits) {
     Layout l;
     lay_init(&l, t->rank, t->shape);

@@ -58,6 +58,12 @@ static inline int lay_nregs(const Layout *l) { return 1 << l->nregbits; }
  * elements of dimension `fastest` per thread, then lanes, then warps, then
  * more registers; the other dimensions follow in row-major order. */
 Layout lay_blocked(const Type *t, int fastest, int warpbits, int max_vec);
+/* Layout of a 2-D t for storing it transposed: `vec` consecutive elements of
+ * dimension 1 per thread (a 16-byte read of its rows), the 32 lanes along
+ * dimension 0 (so that a warp's stores into the transposed tile's rows land
+ * in 32 consecutive columns of one), then warps along dimension 1, then
+ * registers.  t->shape[0] >= 32, t->shape[1] >= vec << warpbits. */
+Layout lay_lanes_down(const Type *t, int warpbits, int vec);
 /* mma.sync accumulator layout of t ([.., M, N], M % 16 == 0, N % 8 == 0) with
  * 2^wmbits x 2^wnbits warps over the M x N blocks (more warps replicate). */
 Layout lay_mma(const Type *t, int wmbits, int wnbits);

@@ -69,7 +69,7 @@ static const char usage_text[] =
     "           --scan-step N (tokens per step of ssd_scan, 16..256; default 64, 32 for f32\n"
     "           inputs with dstate <= 32 (<= 64 without wgmma); without --pass it picks the scan)\n"
     "           --decay-on-b 0|1 (f32 ssd_scan: the state's product as xT (B o decay), ssd_scan.tile's\n"
-    "           DECAY_ON_B; default 1 at dstate <= 32)\n"
+    "           DECAY_ON_B; default 1 but at dstate 33..64)\n"
     "           --segments N (1..64: the scan's sequence cut into N runs of steps, one block\n"
     "           each, the states they start from made by ssd_scan_states first; at most the\n"
     "           steps, and 65535 / batch; default on the GPU: what keeps the SMs busiest, 1 on\n"
@@ -740,11 +740,16 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
     plan_const(p, K_OUT, "HAS_D", !f->has_D ? 0 : f->D_per_head && dt != TILE_F32 ? 2 : 1, 1);
     plan_const(p, K_OUT, "HAS_Z", f->has_z, 1);
     plan_const(p, K_OUT, "SPLIT", run->segments > 1, 1);
-    /* f32 at dstate <= 32: the state's product as xᵀ (B ∘ decay)
-     * (ssd_scan.tile's DECAY_ON_B): ssd_scan 1.128 -> 0.875 ms at (8, 4096,
-     * 80, 64, 32, 1) in 32-token steps, slower at dstate 64 and 128 (1.196
-     * -> 1.355, 1.76 -> 2.33); H200, 2026-12-04, fourth session */
-    if (dt == TILE_F32) plan_const(p, K_OUT, "DECAY_ON_B", o->decay_on_b ? o->decay_on_b - 1 : s->dstate <= 32, 1);
+    /* f32 but at dstate 64: the state's product as xᵀ (B ∘ decay)
+     * (ssd_scan.tile's DECAY_ON_B).  ssd_scan ms, H200, 2026-12-04 (fourth
+     * session; bench/ab_mamba2.sh with --decay-on-b 0 and 1): (8, 4096, 80,
+     * 64, 128, 1) 1.742 -> 1.480 (all four products on wgmma), (8, 4096, 80,
+     * 64, 32, 1) in 32-token steps 1.086 -> 0.863; but at dstate 64 with 8
+     * groups 1.197 -> 1.485 (x_k's buffers would cost the second block per SM,
+     * so the compiler keeps x_k a plain load and the state's product on
+     * mma.sync, cuda_emit) */
+    if (dt == TILE_F32)
+        plan_const(p, K_OUT, "DECAY_ON_B", o->decay_on_b ? o->decay_on_b - 1 : s->dstate <= 32 || s->dstate > 64, 1);
     if (o->warps_state) plan_const(p, K_OUT, "num_warps", o->warps_state, 1);
     if (o->occupancy_state) plan_const(p, K_OUT, "occupancy", o->occupancy_state, 1);
     /* the segments' states: any head-dim tiles (they meet in memory), the scan's by default */
