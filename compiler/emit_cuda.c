@@ -1788,7 +1788,11 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
     int rc = emit_settled(f, opt, res, d, false, &mixed32);
     if (rc != 0 || !mixed32 || ce_smem_blocks(res->smem_bytes) > 1) return rc;
     CudaKernelCode plain = {0};
-    if (emit_settled(f, opt, &plain, d, true, &unused) == 0 && ce_smem_blocks(plain.smem_bytes) > 1) {
+    Diag quiet;   /* (an alternative: its failure is no error of the kernel's, which is made already) */
+    diag_init(&quiet, d ? d->file : NULL, d ? d->src : NULL);
+    int alt = emit_settled(f, opt, &plain, &quiet, true, &unused);
+    diag_free(&quiet);
+    if (alt == 0 && ce_smem_blocks(plain.smem_bytes) > 1) {
         cuda_code_free(res);
         *res = plain;
     } else {
