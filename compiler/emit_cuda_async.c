@@ -8,7 +8,8 @@
  * value of that chain having that one use, or several, all in the same
  * block (use_kinds: a buffer several products read, each in its own
  * orientation; a 16-bit tile other uses read too is read back into
- * registers for them from that buffer, async_mixed); when the launch says
+ * registers for them from that buffer, async_mixed, and on wgmma targets a
+ * 32-bit one, mixed32_ok); when the launch says
  * the array is 16-byte aligned with a unit-stride last axis
  * (CUDA_ARRAY_VEC16) and that axis is one of the tile's two non-unit axes;
  * and when out-of-range elements read as zero.  For its products the tile
@@ -210,12 +211,17 @@ static bool read_in_registers(Emitter *E, int v) {
 
 /* Does some use of `v` (through views) that is not an operand of a
  * tensor-core product read an f32 value, not a tf32 one (the exact value:
- * such a buffer must not be rounded in place, ce_async_exact_reads)? */
+ * such a buffer must not be rounded in place, ce_async_exact_reads)?  An
+ * exact f32 product's operand is such a use. */
 static bool reads_exact(Emitter *E, const IrBlock *blk, int v, int depth) {
     for (int i = 0; blk && i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
         for (int a = 0; a < o->nargs; a++) {
-            if (o->args[a] != v || (o->op == OP_MMA && a < 2)) continue;
+            if (o->args[a] != v) continue;
+            if (o->op == OP_MMA && a < 2) {
+                const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
+                if (rt->rank == 2 && ce_mma_on_tensor_cores(at, bt, rt)) continue;
+            }
             if (is_view_op(E, o) && depth < 8) {
                 if (reads_exact(E, blk, o->result, depth + 1)) return true;
             } else if (ce_vdt(E, v) != DT_TF32) {
@@ -388,8 +394,9 @@ static bool reads_buffer(Emitter *E, const IrOp *o, int at) {
 /* Every use of an async value that reads registers must find them: uses_feed_operands
  * counts a product as a reader of the buffer, but that product's own chain
  * may not qualify (a reshape that merges axes, chain_geometry).  Such a
- * value's chain is made in registers too (async_mixed, 16-bit), or its load
- * becomes a plain one (32-bit).  True when a mark changed (run again). */
+ * value's chain is made in registers too (async_mixed: 16-bit, and 32-bit
+ * where mixed32_ok), or its load becomes a plain one (32-bit elsewhere).
+ * True when a mark changed (run again). */
 static bool settle_readers(Emitter *E, const IrBlock *blk) {
     bool changed = false;
     for (int i = 0; blk && i < blk->nops; i++) {
@@ -522,16 +529,18 @@ static void tr_alloc(Emitter *E, int lv, int copies) {
     E->async_tr_off[lv] = copies ? async_alloc(E, lv, copies * tr_bytes(E, lv)) : 0;
 }
 
-/* May load `lv`'s tile, a tf32 B stored [K][N] that wgmma reads transposed
- * (async_tr_wgmma), be transposed in its own stage buffer
- * (emit_transpose_in_place)?  When K is 32 (a row of the copy is one
- * 128-byte swizzle panel), its buffer is swizzled 128 bytes wide too, and no
- * product reads it where it lands. */
+/* May load `lv`'s tile, a tf32 operand stored MN-major ([K][N], or [K][M])
+ * that wgmma reads transposed (async_tr_wgmma), be transposed in its own stage
+ * buffer (emit_transpose_in_place)?  When K is 32 (a row of the copy is one
+ * 128-byte swizzle panel), its buffer is swizzled 128 bytes wide too, no
+ * product reads it where it lands, nor is it read back for other uses
+ * (async_mixed: they would read the transposed, rounded bytes), and its copy
+ * is not k-permuted. */
 static bool tr_in_place(Emitter *E, int lv) {
     int K, N;
     tile_extent(E, lv, &K, &N);
     return E->async_tr_wgmma[lv] == 128 && E->async_core[lv] && E->async_swizzle[lv] == 128 && K == 32 &&
-           !E->async_read_direct[lv] && !E->async_tr_kperm[lv] && !E->opt_no_transpose_in_place;
+           !E->async_read_direct[lv] && !E->async_tr_kperm[lv] && !E->async_mixed[lv] && !E->opt_no_transpose_in_place;
 }
 
 /* ---- the copies ---------------------------------------------------------------------- */

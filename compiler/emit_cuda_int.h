@@ -174,7 +174,7 @@ typedef struct Emitter {
     bool *async_tr_round;     /* ... rounded to tf32 on the way */
     bool *async_tr_kperm;     /* ... its K columns k-permuted in each 8 (kperm_col's order: K index 2q at q, 2q + 1
                                * at q + 4), for a wgmma product whose A fragments are k-permuted (wgmma_kperm) */
-    short *async_tr_wgmma;    /* ... a tf32 B stored [K][N] that wgmma reads: copied transposed, [N][K], into
+    short *async_tr_wgmma;    /* ... a tf32 operand stored MN-major that wgmma reads: copied transposed, into
                                * wgmma's layout swizzled this many bytes wide (ce_wgmma_plan); 0: not so */
     const char **async_tr_ptr; /* ... C expression of the transposed copy this iteration reads */
     bool *async_read_direct;  /* ... a wgmma product reads it where it lands, not transposed (ce_wgmma_plan) */

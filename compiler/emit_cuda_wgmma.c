@@ -57,7 +57,9 @@
  * low 13 bits (round toward zero), where the language rounds to nearest
  * even (cvt.rn, as the interpreter and mma.sync fragment reads do); so their
  * buffers are rounded in place once they land (emit_cuda_async.c's
- * emit_round).  That costs: the 8192^3 NT matmul ran at 208 TFLOP/s rounded,
+ * emit_round), or their transposed copies as they are made; a buffer that
+ * other uses read exact (ce_async_exact_reads) is not, and no wgmma product
+ * reads it where it lands (operand_load).  That costs: the 8192^3 NT matmul ran at 208 TFLOP/s rounded,
  * 325 with TILEC_TF32_TRUNCATE=1 (no rounding, error against cuBLAS 7.8e-4
  * instead of 1e-5; H200, docs/performance.md, which has the variants tried).
  * Registers written by ordinary instructions (A's packed fragments) are
@@ -529,7 +531,8 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
         ce_out(E, "unsigned fa[%d][4];", K / ks);
         for (int s = 0; s < K / ks; s++)
             for (int q = 0; q < 4; q++) {
-                if (size == 4) {   /* (k-permuted: a thread's k = q and q + 4 are registers 2q and 2q + 1 of a row) */
+                if (size == 4) {   /* (k-permuted: the instruction's k = t and t + 4 are A's columns 2t and 2t + 1,
+                                    * lay_mma_a's registers 0 and 1 of row g, 2 and 3 of row g + 8) */
                     int r = 4 * s + (E->wgmma_kperm[op->result] ? (q >> 1) + 2 * (q & 1) : q);
                     ce_out(E, "fa[%d][%d] = __float_as_uint(%s);", s, q, ce_reg(E, areg, a_lay, r));
                 } else {
