@@ -155,6 +155,13 @@ static bool block_reads(const IrBlock *blk, int v) {
     return false;
 }
 
+/* Is mma `o` a 2-D product on the tensor cores (its operands read from a
+ * buffer as they lie), not one of exact FMAs? */
+static bool on_tensor_cores(Emitter *E, const IrOp *o) {
+    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
+    return rt->rank == 2 && ce_mma_on_tensor_cores(at, bt, rt);
+}
+
 /* The uses of `v`, defined in blk: *ok stays true while every one is in blk
  * itself; *mixed is set when one does not go on to A or B of a tensor-core
  * product through views only (it reads registers). */
@@ -165,8 +172,7 @@ static void uses_feed_operands(Emitter *E, const IrBlock *blk, int v, bool *ok, 
         for (int a = 0; a < o->nargs && *ok; a++) {
             if (o->args[a] != v) continue;
             if (o->op == OP_MMA && a < 2) {
-                const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
-                if (!(rt->rank == 2 && ce_mma_on_tensor_cores(at, bt, rt))) *mixed = true;
+                if (!on_tensor_cores(E, o)) *mixed = true;
             } else if (is_view_op(E, o) && depth < 8) {
                 uses_feed_operands(E, blk, o->result, ok, mixed, depth + 1);
             } else {
@@ -217,11 +223,7 @@ static bool reads_exact(Emitter *E, const IrBlock *blk, int v, int depth) {
     for (int i = 0; blk && i < blk->nops; i++) {
         const IrOp *o = blk->ops[i];
         for (int a = 0; a < o->nargs; a++) {
-            if (o->args[a] != v) continue;
-            if (o->op == OP_MMA && a < 2) {
-                const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
-                if (rt->rank == 2 && ce_mma_on_tensor_cores(at, bt, rt)) continue;
-            }
+            if (o->args[a] != v || (o->op == OP_MMA && a < 2 && on_tensor_cores(E, o))) continue;
             if (is_view_op(E, o) && depth < 8) {
                 if (reads_exact(E, blk, o->result, depth + 1)) return true;
             } else if (ce_vdt(E, v) != DT_TF32) {
@@ -352,8 +354,7 @@ static int mma_swizzle(Emitter *E, const Type *t, int row, int col) {
 
 /* The loads that reach mma `o`'s operands through views and casts: async. */
 static void mark_operands(Emitter *E, const IrOp *o) {
-    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *rt = ce_vtype(E, o->result);
-    if (rt->rank != 2 || !ce_mma_on_tensor_cores(at, bt, rt)) return;
+    if (!on_tensor_cores(E, o)) return;
     for (int w = 0; w < 2; w++) {
         const IrOp *ops[16];
         int n = chain_of(E, o->args[w], ops, 16), col_dim;

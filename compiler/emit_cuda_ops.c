@@ -472,7 +472,7 @@ static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, i
 }
 
 /* The warps of result layout R over its rows (M) and its columns (N), log2. */
-static void result_warp_bits(Emitter *E, const Type *t, const Layout *R, int *wmbits, int *wnbits) {
+static void result_warp_bits(const Type *t, const Layout *R, int *wmbits, int *wnbits) {
     *wmbits = *wnbits = 0;
     for (int b = 0; b < R->nbits; b++) {
         if (R->space[b] != LAY_WARP) continue;
@@ -480,7 +480,6 @@ static void result_warp_bits(Emitter *E, const Type *t, const Layout *R, int *wm
         lay_dim_of(t->rank, t->shape, b, &dd, &j);
         if (dd == t->rank - 1) (*wnbits)++; else (*wmbits)++;
     }
-    (void)E;
 }
 
 /* One k step: B's fragments from shared memory, then the MI x NI
@@ -628,7 +627,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         /* a tf32 A that ldmatrix will read (tf32_a_by_ldsm): its pieces
          * permuted by row group against the stores' conflicts (xor8_col) */
         int wmbits, wnbits;
-        result_warp_bits(E, t, ce_lay(E, lay), &wmbits, &wnbits);
+        result_warp_bits(t, ce_lay(E, lay), &wmbits, &wnbits);
         SmemOperand probe = {.ld = lda, .kmajor = true};
         a_form.xor8 = tf32_a_by_ldsm(E, &probe, (M / 16) >> wmbits);
         /* and k-permuted where B lies swizzled [K][N], read a float at a time */
@@ -665,7 +664,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
         ce_emit_wgmma(E, op, wg_reg_a ? NULL : &oa, areg, a_lay, &ob, d, lay, inplace);
     } else if (tensor) {
         int wmbits, wnbits;
-        result_warp_bits(E, t, R, &wmbits, &wnbits);
+        result_warp_bits(t, R, &wmbits, &wnbits);
         int MI = (M / 16) >> wmbits, NI = (N / 8) >> wnbits;
         ce_out(E, "const int m0 = ((warp >> %d) & %d) * %d, n0 = (warp & %d) * %d;", wnbits, (1 << wmbits) - 1,
             M >> wmbits, (1 << wnbits) - 1, N >> wnbits);
