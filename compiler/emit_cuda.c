@@ -991,11 +991,30 @@ static bool known_nonneg(Emitter *E, int id, int depth) {
     }
 }
 
+/* Is tf32 value v rounded by construction (an astype to tf32, through shape
+ * operations)?  Else it may be a word read from a tf32 array, whose low 13
+ * bits other arithmetic must not see (tile_tf32_word); the tensor cores drop
+ * them themselves. */
+static bool tf32_rounded(Emitter *E, int v) {
+    for (int depth = 0; depth < 16; depth++) {
+        const IrOp *d = E->f->values[v].def;
+        if (!d) return false;
+        bool view = d->op == OP_RESHAPE || d->op == OP_PERMUTE || d->op == OP_BROADCAST || d->op == OP_EXTRACT;
+        if (d->op == OP_CAST && ce_vdt(E, d->args[0]) != DT_TF32) return true;
+        if (!view && d->op != OP_CAST) return false;
+        v = d->args[0];
+    }
+    return false;
+}
+
 /* The C expression of element-wise `op` on one register of each operand. */
 const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs) {
     DType rt = ce_vdt(E, op->result), at = ce_vdt(E, op->args[0]);
     const char *a = regs[0];
-    if (op->op == OP_CAST) return ce_ew_cast(E, at, rt, a);
+    if (op->op == OP_CAST) {
+        if (at == DT_TF32 && rt != DT_TF32 && !tf32_rounded(E, op->args[0])) a = ce_fmt_str(E, "tile_tf32_word(%s)", a);
+        return ce_ew_cast(E, at, rt, a);
+    }
     if (op->op == OP_WHERE) {
         const char *p = ce_ew_cast(E, ce_vdt(E, op->args[1]), rt, regs[1]);
         const char *q = ce_ew_cast(E, ce_vdt(E, op->args[2]), rt, regs[2]);

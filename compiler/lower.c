@@ -1242,8 +1242,6 @@ static void bind_params(Lower *L, const Decl *k, const ConstBinding *consts, int
             bind(L, p->name, ENT_PARAM, v);
             continue;
         }
-        if (pdt == DT_TF32)
-            diag_error(L->d, p->loc, "array '%s' cannot be tf32 (use an f32 array and astype(t, tf32))", p->name);
         if (p->rank < 1 || p->rank > TILE_MAX_RANK)
             diag_error(L->d, p->loc, "array '%s' must have 1 to %d dimensions", p->name, TILE_MAX_RANK);
         ip->rank = p->rank < 0 ? 0 : p->rank > TILE_MAX_RANK ? TILE_MAX_RANK : p->rank;

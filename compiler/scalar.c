@@ -60,6 +60,12 @@ float tf32_round(float x) {
     return bits_f32(u);
 }
 
+/* A tf32 array's element: its f32 word with the low 13 mantissa bits
+ * dropped, as the tensor cores read it (a word a tf32 store wrote, rounded by
+ * astype, reads back unchanged; a NaN whose payload lay in those bits alone
+ * reads as an infinity, as it does there). */
+float tf32_word(float x) { return bits_f32(f32_bits(x) & 0xffffe000u); }
+
 /* ---- canonical forms -------------------------------------------------- */
 
 static double round_float(DType dt, double x) {
@@ -305,7 +311,7 @@ Scalar scalar_load(DType dt, const void *p) {
     case DT_F16: { uint16_t x; memcpy(&x, p, 2); v.f = f16_bits_to_f32(x); break; }
     case DT_BF16: { uint16_t x; memcpy(&x, p, 2); v.f = bf16_bits_to_f32(x); break; }
     case DT_F32: { float x; memcpy(&x, p, 4); v.f = x; break; }
-    case DT_TF32: { float x; memcpy(&x, p, 4); v.f = tf32_round(x); break; }
+    case DT_TF32: { float x; memcpy(&x, p, 4); v.f = tf32_word(x); break; }
     case DT_F64: { memcpy(&v.f, p, 8); break; }
     default: break;
     }

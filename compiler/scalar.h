@@ -31,6 +31,7 @@ uint16_t f64_to_f16_bits(double x);      /* one rounding, straight from f64 */
  * mantissa bits (the low 13 bits become zero); inf unchanged, NaN stays NaN
  * (quiet). */
 float    tf32_round(float x);
+float    tf32_word(float x);   /* a tf32 array element as read: low 13 bits dropped */
 
 /* Rounds / wraps an arbitrary value into dtype `dt` (the canonical form above).
  * For floats `v.f` may be any double; for integers `v.i` any int64. */

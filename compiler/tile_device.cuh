@@ -56,6 +56,9 @@ TILE_DEV float tile_tf32_int(float f) {
     else if (u & 0x7fffffu) u = (u | 0x400000u) & 0xffffe000u;   /* NaN: quiet, still NaN in tf32's bits */
     return __uint_as_float(u);
 }
+/* A tf32 array's element as the language reads it (scalar.c's tf32_word): the
+ * word with its low 13 bits dropped, as the tensor cores read it. */
+TILE_DEV float tile_tf32_word(float f) { return __uint_as_float(__float_as_uint(f) & 0xffffe000u); }
 TILE_DEV float tile_tf32(float f) {
 #if __CUDA_ARCH__ >= 900
     unsigned r;

@@ -91,6 +91,40 @@ static void t_tf32_rounds(void) {
     h_free(a); h_free(b); h_free(c); h_free(d);
 }
 
+/* tf32 arrays: f32 words read with their low 13 bits dropped (as the tensor
+ * cores read them), by mma and by astype alike; a store of astype's rounded
+ * tile writes words that read back unchanged. */
+static void t_tf32_arrays(void) {
+    const char *src =
+        "kernel t(a: tf32[M, K], b: tf32[K, N], f: f32[M, K], c: f32[M, N], e: f32[M, K], r: tf32[M, K]) {\n"
+        "    let x = load(a, index=(0, 0), shape=(16, 8));\n"
+        "    store(c, index=(0, 0), tile=mma(x, load(b, index=(0, 0), shape=(8, 16)), zeros((16, 16), f32)));\n"
+        "    store(e, index=(0, 0), tile=x.astype(f32) * 2.0);\n"
+        "    store(r, index=(0, 0), tile=load(f, index=(0, 0), shape=(16, 8)).astype(tf32));\n"
+        "}\n";
+    HArray *a = h_array(DT_TF32, 2, (int64_t)16, (int64_t)8), *b = h_array(DT_TF32, 2, (int64_t)8, (int64_t)16);
+    HArray *f = h_array(DT_F32, 2, (int64_t)16, (int64_t)8), *c = h_array(DT_F32, 2, (int64_t)16, (int64_t)16);
+    HArray *e = h_array(DT_F32, 2, (int64_t)16, (int64_t)8), *r = h_array(DT_TF32, 2, (int64_t)16, (int64_t)8);
+    const float word = 1.0f + 3 * ldexpf(1, -11);   /* 1 + 2^-10, and half a tf32 ulp in the dropped bits */
+    for (int64_t i = 0; i < 16 * 8; i++) memcpy((float *)a->data + i, &word, 4);
+    h_fill(b, 1.0);
+    h_fill(f, word);
+    h_fill(r, -7.0);
+    HArg args[] = { HA(a), HA(b), HA(f), HA(c), HA(e), HA(r) };
+    HRun run = { .src = src, .kernel = "t", .consts = NULL, .grid = { 1, 1, 1 } };
+    if (h_run(&run, args, 6, NULL, NULL, 0) == 0) {
+        const double dropped = 1.0 + ldexp(1, -10), rounded = 1.0 + ldexp(1, -9);
+        H_CHECK(AT2(a, 0, 0) == dropped, "a tf32 element reads without its low bits, got %.9g", AT2(a, 0, 0));
+        H_CHECK(AT2(c, 3, 5) == 8 * dropped, "mma reads tf32 words without their low bits, got %.9g", AT2(c, 3, 5));
+        H_CHECK(AT2(e, 7, 2) == 2 * dropped, "astype(f32) of a tf32 word drops them too, got %.9g", AT2(e, 7, 2));
+        float w;
+        memcpy(&w, (float *)r->data + 9, 4);
+        H_CHECK(w == (float)rounded, "a store of astype(tf32) writes the rounded word (ties to even), got %.9g", w);
+        H_CHECK(AT2(r, 1, 1) == rounded, "and it reads back unchanged, got %.9g", AT2(r, 1, 1));
+    }
+    h_free(a); h_free(b); h_free(f); h_free(c); h_free(e); h_free(r);
+}
+
 /* A leading batch dimension on all three operands. */
 static void t_mma_batch(void) {
     const char *src =
@@ -159,6 +193,7 @@ int main(void) {
     H_RUN_TEST(t_mma_f16_f16acc);
     H_RUN_TEST(t_mma_i8);
     H_RUN_TEST(t_tf32_rounds);
+    H_RUN_TEST(t_tf32_arrays);
     H_RUN_TEST(t_mma_batch);
     H_RUN_TEST(t_matmul_operator);
     return h_finish();

@@ -206,10 +206,13 @@ static int run_spec(tile_ctx *cpu, tile_ctx *gpu, const Spec *s, int shift) {
             double x;
             if (poison) x = (info.dtype == TILE_BOOL) ? 1 : (info.dtype == TILE_U8 || info.dtype == TILE_I8) ? 77 : -7777;
             else if (info.dtype == TILE_BOOL) x = urand() < 0.5;
-            else if (info.dtype == TILE_F16 || info.dtype == TILE_BF16 || info.dtype == TILE_F32 || info.dtype == TILE_F64)
+            else if (info.dtype == TILE_F16 || info.dtype == TILE_BF16 || info.dtype == TILE_F32 || info.dtype == TILE_F64 ||
+                     info.dtype == TILE_TF32)
                 x = lo + (hi - lo) * urand();
             else x = floor(lo + (hi - lo + 1) * urand());
-            set_elem(info.dtype, (char *)a->cpu_mem + e * es, x);
+            /* a tf32 input gets whole f32 words: their low 13 bits must be
+             * dropped alike by the interpreter and the GPU */
+            set_elem(info.dtype == TILE_TF32 && !poison ? TILE_F32 : info.dtype, (char *)a->cpu_mem + e * es, x);
         }
         memcpy(a->gpu_mem, a->cpu_mem, a->bytes);
         a->host_cpu = tile_array_contiguous(a->cpu_mem, info.dtype, rank, shape);
