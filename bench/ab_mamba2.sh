@@ -26,6 +26,6 @@ for v in "$@"; do
     printf '%-28s failed: %s\n' "$label" "$(echo "$out" | tail -1)"
   else
     printf '%-28s %10s %10s %10s %10s %10s\n' "$label" "$(ms chunk_cumsum)" "$(ms fwd_pass_state)$(ms scan_states)" \
-      "$(ms chunk_scores)" "$(ms compute_out)$(ms ssd_scan)" "$(ms total)"
+      "$(ms chunk_scores)$(ms round_tf32)" "$(ms compute_out)$(ms ssd_scan)" "$(ms total)"
   fi
 done

@@ -70,6 +70,8 @@ static const char usage_text[] =
     "           inputs with dstate <= 32 (<= 64 without wgmma); without --pass it picks the scan)\n"
     "           --decay-on-b 0|1 (f32 ssd_scan: the state's product as xT (B o decay), ssd_scan.tile's\n"
     "           DECAY_ON_B; default 1 but at dstate 33..64)\n"
+    "           --tf32-bc 0|1 (f32 ssd_scan: B and C rounded to tf32 copies once by round_tf32_bc,\n"
+    "           read by ssd_scan_tf32, instead of by every block; default 1)\n"
     "           --segments N (1..64: the scan's sequence cut into N runs of steps, one block\n"
     "           each, the states they start from made by ssd_scan_states first; at most the\n"
     "           steps, and 65535 / batch; default on the GPU: what keeps the SMs busiest, 1 on\n"
@@ -225,6 +227,10 @@ static int parse_args(int argc, char **argv, Config *cfg) {
             rc = parse_int(flag, value, 0, 1, &cfg->opt.decay_on_b);
             cfg->opt.decay_on_b++;   /* (0: not given) */
         }
+        else if (!strcmp(flag, "--tf32-bc")) {
+            rc = parse_int(flag, value, 0, 1, &cfg->opt.tf32_bc);
+            cfg->opt.tf32_bc++;   /* (0: not given) */
+        }
         else if (!strcmp(flag, "--segments")) rc = parse_int(flag, value, 1, 64, &cfg->opt.segments);
         else if (!strcmp(flag, "--warps-state")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_state);
         else if (!strcmp(flag, "--warps-out")) rc = parse_int(flag, value, 1, 32, &cfg->opt.warps_out);
@@ -326,9 +332,12 @@ enum { K_CUMSUM, K_STATE, K_SCORES, K_OUT, K_COUNT };
 static const char *const kernel_label[K_COUNT] = {"chunk_cumsum", "fwd_pass_state", "chunk_scores", "compute_out"};
 /* --pass scan: kernel 3's slot runs ssd_scan, and 2's ssd_scan_states where
  * the sequence is split into segments (the states each segment starts from);
- * the scores' is not launched */
+ * the scores' slot, with f32 inputs, round_tf32_bc (B and C's tf32 copies) */
 static const char *const scan_label[K_COUNT] = {"chunk_cumsum", "scan_states", "chunk_scores", "ssd_scan"};
-static const char *label_of(int scan, int k) { return scan ? scan_label[k] : kernel_label[k]; }
+static const char *label_of(int scan, int k, int skipped) {
+    if (scan && k == K_SCORES && !skipped) return "round_tf32";
+    return scan ? scan_label[k] : kernel_label[k];
+}
 /* Why kernel k is not launched. */
 static const char *skipped_why(int scan, int k) {
     if (scan) return k == K_STATE ? "the sequence is not split (--segments)" : "inside ssd_scan";
@@ -346,6 +355,7 @@ typedef struct Run {
     void *x, *dt, *A, *B, *C, *D, *z, *dt_bias, *initial, *dt_out, *dA_cumsum, *states, *final_states, *y, *dummy;
     void *dA_lo;                   /* --precision fp32: the decays' low parts (chunk_cumsum.tile) */
     void *scores;                  /* (batch, chunk, group, Q, Q) f32; NULL when fused */
+    void *b_tf32, *c_tf32;         /* --pass scan, f32: B and C rounded to tf32 (round_tf32_bc) */
     int skip[K_COUNT];             /* kernels not launched (chunk_scores when fused) */
     int scan;                      /* --pass scan: K_OUT is ssd_scan, no per-chunk states */
     void *seg_states, *seg_decay;  /* --pass scan split: where each segment but the last ends */
@@ -470,6 +480,11 @@ static void grid_for(const Run *run, int which, const tile_const *c, int n, int 
         grid[0] = cdiv_int(run->P, block_p) * cdiv_int(run->N, block_n);
         grid[1] = run->H / max_int(1, const_of(c, n, "HEADS", 1));
         grid[2] = run->Bt;
+    } else if (run->scan && which == K_SCORES) {
+        /* round_tf32_bc over (batch * seqlen * groups, dstate) */
+        grid[0] = cdiv_int(run->Bt * run->L * run->G, max_int(1, const_of(c, n, "BLOCK_R", 32)));
+        grid[1] = cdiv_int(run->N, max_int(1, const_of(c, n, "BLOCK_C", 128)));
+        grid[2] = 1;
     } else if (which == K_SCORES) {
         const int per = max_int(1, run->Q / max_int(1, const_of(c, n, "BLOCK_M", 64)));
         grid[0] = per * per;
@@ -720,12 +735,17 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
         fprintf(stderr, "mamba2: --segments %d: %d segments of %d steps (the sequence has %d steps of %d tokens; "
                         "at most 65535 / batch segments)\n",
                 o->segments, run->segments, run->segment_steps, nsteps, step);
-    p->skip[K_SCORES] = 1;
+    /* f32: B and C rounded to tf32 once, by a launch in the scores' slot, for
+     * ssd_scan_tf32 to read (every block of a group rounded them again in
+     * shared memory, each step).  ssd_scan ms at (8, 4096, 80, 64, 128, 1),
+     * H200: docs/performance.md, "B and C rounded once" */
+    const int tf32_bc = dt == TILE_F32 && (o->tf32_bc ? o->tf32_bc - 1 : 1);
+    p->skip[K_SCORES] = !tf32_bc;
     p->skip[K_STATE] = run->segments == 1;
     snprintf(p->name[K_CUMSUM], sizeof p->name[K_CUMSUM], "chunk_cumsum");
     snprintf(p->name[K_STATE], sizeof p->name[K_STATE], "ssd_scan_states_%s", short_dtype(dt));
-    snprintf(p->name[K_SCORES], sizeof p->name[K_SCORES], "chunk_scores");
-    snprintf(p->name[K_OUT], sizeof p->name[K_OUT], "ssd_scan_%s", short_dtype(dt));
+    snprintf(p->name[K_SCORES], sizeof p->name[K_SCORES], tf32_bc ? "round_tf32_bc" : "chunk_scores");
+    snprintf(p->name[K_OUT], sizeof p->name[K_OUT], "ssd_scan_%s", tf32_bc ? "tf32" : short_dtype(dt));
     plan_cumsum(p, step, s->heads, o->dt_softplus, 0);
 
     plan_const(p, K_OUT, "STEP", step, 1);
@@ -752,6 +772,11 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
         plan_const(p, K_OUT, "DECAY_ON_B", o->decay_on_b ? o->decay_on_b - 1 : s->dstate <= 32 || s->dstate > 64, 1);
     if (o->warps_state) plan_const(p, K_OUT, "num_warps", o->warps_state, 1);
     if (o->occupancy_state) plan_const(p, K_OUT, "occupancy", o->occupancy_state, 1);
+    /* B and C's copies: 32 KB of each a block, its columns all of dstate's */
+    if (tf32_bc) {
+        plan_const(p, K_SCORES, "BLOCK_C", block_n, 1);
+        plan_const(p, K_SCORES, "BLOCK_R", max_int(8, 8192 / block_n), 1);
+    }
     /* the segments' states: any head-dim tiles (they meet in memory), the scan's by default */
     plan_const(p, K_STATE, "STEP", step, 1);
     plan_const(p, K_STATE, "BLOCK_P", block_p, o->block_p_state != 0);
@@ -991,6 +1016,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
         return -1;
     memcpy(run->skip, plan.skip, sizeof run->skip);
     if (!fused && !plan.scan && alloc_zero(run, &run->scores, (size_t)Bt * nchunks * G * Q * Q * 4)) return -1;
+    const int tf32_bc = plan.scan && !plan.skip[K_SCORES];
+    if (tf32_bc && (alloc_zero(run, &run->b_tf32, nbc * 4) || alloc_zero(run, &run->c_tf32, nbc * 4))) return -1;
     /* a split scan: where each segment but the last ends, and its whole decay */
     const int walked = plan.scan ? run->segments - 1 : 0;
     if (alloc_zero(run, &run->seg_states, (size_t)Bt * walked * H * P * N * 4) ||
@@ -1060,6 +1087,15 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
     a[1] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
     a[2] = array_arg(run->scores, TILE_F32, 5, Bt, nchunks, G, Q, Q);
     run->nargs[K_SCORES] = 3;
+    if (tf32_bc) {
+        /* round_tf32_bc(Bmat, Cmat, b_tf32, c_tf32), as (batch * seqlen * groups, dstate) */
+        const int64_t rows = (int64_t)Bt * L * G;
+        a[0] = array_arg(run->B, TILE_F32, 2, rows, N, 0, 0, 0);
+        a[1] = array_arg(run->C, TILE_F32, 2, rows, N, 0, 0, 0);
+        a[2] = array_arg(run->b_tf32, TILE_TF32, 2, rows, N, 0, 0, 0);
+        a[3] = array_arg(run->c_tf32, TILE_TF32, 2, rows, N, 0, 0, 0);
+        run->nargs[K_SCORES] = 4;
+    }
 
     a = run->args[K_OUT];
     if (plan.scan) {
@@ -1067,8 +1103,8 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
          * seg_states, seg_decay, segment_steps) */
         na = 0;
         a[na++] = array_arg(run->x, dt, 4, Bt, L, H, P, 0);
-        a[na++] = array_arg(run->B, dt, 4, Bt, L, G, N, 0);
-        a[na++] = array_arg(run->C, dt, 4, Bt, L, G, N, 0);
+        a[na++] = tf32_bc ? array_arg(run->b_tf32, TILE_TF32, 4, Bt, L, G, N, 0) : array_arg(run->B, dt, 4, Bt, L, G, N, 0);
+        a[na++] = tf32_bc ? array_arg(run->c_tf32, TILE_TF32, 4, Bt, L, G, N, 0) : array_arg(run->C, dt, 4, Bt, L, G, N, 0);
         a[na++] = in->z ? array_arg(run->z, dt, 4, Bt, L, H, P, 0) : array_arg(run->dummy, dt, 4, 1, 1, 1, 1, 0);
         a[na++] = in->D ? array_arg(run->D, TILE_F32, 2, H, P, 0, 0, 0)
                         : array_arg(run->dummy, TILE_F32, 2, 1, 1, 0, 0, 0);
@@ -1123,7 +1159,7 @@ static int run_launch(Run *run, tile_event **ev) {
         if (run->skip[k]) continue;
         tile_status st = tile_launch(run->kern[k], run->grid[k], run->args[k], run->nargs[k], NULL);
         if (st != TILE_OK) {
-            fprintf(stderr, "mamba2: launch of %s failed: %s\n%s\n", label_of(run->scan, k), tile_status_name(st),
+            fprintf(stderr, "mamba2: launch of %s failed: %s\n%s\n", label_of(run->scan, k, 0), tile_status_name(st),
                     tile_ctx_last_error(run->ctx));
             return -1;
         }
@@ -1156,7 +1192,7 @@ static int run_download(Run *run, const M2Inputs *in, const M2Options *o, M2Outp
 static void run_free(Run *run) {
     void *bufs[] = {run->x, run->dt, run->A, run->B, run->C, run->D, run->z, run->dt_bias, run->initial,
                     run->dt_out, run->dA_cumsum, run->states, run->final_states, run->y, run->dummy, run->scores,
-                    run->dA_lo, run->seg_states, run->seg_decay};
+                    run->dA_lo, run->seg_states, run->seg_decay, run->b_tf32, run->c_tf32};
     if (!run->ctx) return;
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) tile_free(run->ctx, bufs[i]);
     tile_ctx_destroy(run->ctx);   /* releases the modules too */
@@ -1217,8 +1253,8 @@ static int bench(Run *run, const M2Inputs *in, const M2Options *o, int iters, in
                tile_ctx_backend(run->ctx) == TILE_BACKEND_CUDA ? "cuda" : "cpu", tile_ctx_device_name(run->ctx),
                iters, warmup);
         for (int k = 0; k < K_COUNT; k++)
-            if (!run->skip[k]) printf("  %-15s %10.4f ms\n", label_of(run->scan, k), median(times[k], iters));
-            else printf("  %-15s %10s (%s)\n", label_of(run->scan, k), "-", skipped_why(run->scan, k));
+            if (!run->skip[k]) printf("  %-15s %10.4f ms\n", label_of(run->scan, k, 0), median(times[k], iters));
+            else printf("  %-15s %10s (%s)\n", label_of(run->scan, k, 1), "-", skipped_why(run->scan, k));
         printf("  %-15s %10.4f ms\n", "total", total_ms);
         printf("  traffic  %.3f GB compulsory -> %.1f GB/s (floor %.4f ms at 4.23 TB/s)\n", bytes * 1e-9,
                bytes / (total_ms * 1e-3) * 1e-9, bytes / 4.23e12 * 1e3);
