@@ -70,6 +70,8 @@ static const char usage_text[] =
     "           inputs with dstate <= 32 (<= 64 without wgmma); without --pass it picks the scan)\n"
     "           --decay-on-b 0|1 (f32 ssd_scan: the state's product as xT (B o decay), ssd_scan.tile's\n"
     "           DECAY_ON_B; default 1 but at dstate 33..64)\n"
+    "           --d-diagonal 0|1 (ssd_scan: a per-head D added on the causal weights' diagonal, or\n"
+    "           D x added after the products in f32; default 1)\n"
     "           --tf32-bc 0|1 (f32 ssd_scan: B and C rounded to tf32 copies once by round_tf32_bc,\n"
     "           read by ssd_scan_tf32, instead of by every block; default 1)\n"
     "           --segments N (1..64: the scan's sequence cut into N runs of steps, one block\n"
@@ -226,6 +228,10 @@ static int parse_args(int argc, char **argv, Config *cfg) {
         else if (!strcmp(flag, "--decay-on-b")) {
             rc = parse_int(flag, value, 0, 1, &cfg->opt.decay_on_b);
             cfg->opt.decay_on_b++;   /* (0: not given) */
+        }
+        else if (!strcmp(flag, "--d-diagonal")) {
+            rc = parse_int(flag, value, 0, 1, &cfg->opt.d_diagonal);
+            cfg->opt.d_diagonal++;   /* (0: not given) */
         }
         else if (!strcmp(flag, "--tf32-bc")) {
             rc = parse_int(flag, value, 0, 1, &cfg->opt.tf32_bc);
@@ -753,11 +759,16 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
     plan_const(p, K_OUT, "BLOCK_N", block_n, 1);
     plan_const(p, K_OUT, "HAS_INITIAL", f->has_initial, 1);
     /* a per-head D on the causal weights' diagonal (ssd_scan.tile's
-     * D_DIAGONAL), as compute_out does, for 16-bit inputs; D of (heads,
-     * headdim), and every D of f32 inputs, after the products (with f32
-     * inputs the diagonal spilled 116 bytes at 255 registers, ptxas, NVRTC
-     * 13.0) */
-    plan_const(p, K_OUT, "HAS_D", !f->has_D ? 0 : f->D_per_head && dt != TILE_F32 ? 2 : 1, 1);
+     * D_DIAGONAL), as compute_out does; D of (heads, headdim) after the
+     * products.  f32 inputs too since the fifth session of 2026-12-04 (the
+     * diagonal had spilled 116 bytes at 255 registers; no spills once B and C
+     * came as tf32 arrays): D x then goes through the weights' product in
+     * tf32, but y's tile needs no x in its layout, a conversion through
+     * shared memory with two barriers a step: ssd_scan 1.254 -> 1.104 ms at
+     * (8, 4096, 80, 64, 128, 1), H200; y 3.3e-4 -> 3.8e-4 from the float64
+     * reference at a small shape (--d-diagonal 0 for D x after) */
+    const int diagonal = o->d_diagonal ? o->d_diagonal - 1 : 1;
+    plan_const(p, K_OUT, "HAS_D", !f->has_D ? 0 : f->D_per_head && diagonal ? 2 : 1, 1);
     plan_const(p, K_OUT, "HAS_Z", f->has_z, 1);
     plan_const(p, K_OUT, "SPLIT", run->segments > 1, 1);
     /* f32 but at dstate 64: the state's product as xᵀ (B ∘ decay)

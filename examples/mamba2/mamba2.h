@@ -70,6 +70,8 @@ typedef struct M2Options {
     int pass;                        /* --pass: M2_PASS_* */
     int scan_step;                   /* --scan-step: tokens per step of ssd_scan; 0: mamba2.c's scan_step */
     int decay_on_b;                  /* --decay-on-b N: f32 ssd_scan's DECAY_ON_B, as N + 1; 0: mamba2.c's rule */
+    int d_diagonal;                  /* --d-diagonal N: the scan's per-head D on the causal diagonal, as N + 1;
+                                        0: mamba2.c's rule */
     int tf32_bc;                     /* --tf32-bc N: f32 ssd_scan reads B and C rounded to tf32 once
                                         (round_tf32_bc, ssd_scan_tf32), as N + 1; 0: yes */
     int segments;                    /* --segments: the scan's sequence cut into this many runs, a block
