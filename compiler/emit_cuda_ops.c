@@ -709,8 +709,12 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
                 ce_out(E, "%s = (int)((unsigned)%s + (unsigned)((int)%s * (int)%s));", dst, dst, av, bv);
             else if (acc == DT_F64)
                 ce_out(E, "%s = fma((double)%s, (double)%s, %s);", dst, av, bv, dst);
-            else
+            else {
+                /* (a tf32 operand may be a tf32 array's word: its low bits dropped, as the tensor cores do) */
+                if (adt == DT_TF32) av = ce_fmt_str(E, "tile_tf32_word(%s)", av);
+                if (bdt == DT_TF32) bv = ce_fmt_str(E, "tile_tf32_word(%s)", bv);
                 ce_out(E, "%s = fmaf(%s, %s, %s);", dst, ce_ew_cast(E, adt, DT_F32, av), ce_ew_cast(E, bdt, DT_F32, bv), dst);
+            }
         }
         E->indent--;
         ce_out(E, "}");
@@ -737,6 +741,7 @@ static const char *printf_conv(DType t) {
 }
 static const char *printf_arg(Emitter *E, DType t, const char *x) {
     if (t == DT_BOOL) return ce_fmt_str(E, "(%s ? \"true\" : \"false\")", x);
+    if (t == DT_TF32) return ce_fmt_str(E, "(double)tile_tf32_word(%s)", x);   /* as a tf32 array's word reads */
     if (dtype_is_float(t)) return ce_fmt_str(E, "(double)%s", ce_widen(E, t, x));
     if (dtype_is_unsigned(t)) return ce_fmt_str(E, "(unsigned long long)%s", x);
     return ce_fmt_str(E, "(long long)%s", x);

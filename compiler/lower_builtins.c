@@ -478,8 +478,9 @@ static Val gather_scatter_op(Lower *L, OpId op, Args *A) {
                        type_str(&vt, buf, sizeof buf), dtype_name(p->dtype), p->name);
             return poison;
         }
-        if (op != OP_SCATTER && p->dtype == DT_BOOL) {
-            diag_error(L->d, A->loc, "%s() on bool array '%s' is not supported", name, p->name);
+        if (op != OP_SCATTER && (p->dtype == DT_BOOL || p->dtype == DT_TF32)) {
+            /* (tf32: no arithmetic on tf32 values) */
+            diag_error(L->d, A->loc, "%s() on %s array '%s' is not supported", name, dtype_name(p->dtype), p->name);
             return poison;
         }
         vt.dtype = p->dtype;

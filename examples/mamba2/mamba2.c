@@ -488,7 +488,8 @@ static void grid_for(const Run *run, int which, const tile_const *c, int n, int 
         grid[2] = run->Bt;
     } else if (run->scan && which == K_SCORES) {
         /* round_tf32_bc over (batch * seqlen * groups, dstate) */
-        grid[0] = cdiv_int(run->Bt * run->L * run->G, max_int(1, const_of(c, n, "BLOCK_R", 32)));
+        const long long rows = (long long)run->Bt * run->L * run->G, block_r = max_int(1, const_of(c, n, "BLOCK_R", 32));
+        grid[0] = (int)((rows + block_r - 1) / block_r);
         grid[1] = cdiv_int(run->N, max_int(1, const_of(c, n, "BLOCK_C", 128)));
         grid[2] = 1;
     } else if (which == K_SCORES) {
@@ -767,7 +768,8 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
      * shared memory with two barriers a step: ssd_scan 1.254 -> 1.104 ms at
      * (8, 4096, 80, 64, 128, 1), H200; y 3.3e-4 -> 3.8e-4 from the float64
      * reference at a small shape (--d-diagonal 0 for D x after) */
-    const int diagonal = o->d_diagonal ? o->d_diagonal - 1 : 1;
+    /* (ssd_scan_f32, --tf32-bc 0, keeps D after: the diagonal spilled there) */
+    const int diagonal = o->d_diagonal ? o->d_diagonal - 1 : dt != TILE_F32 || tf32_bc;
     plan_const(p, K_OUT, "HAS_D", !f->has_D ? 0 : f->D_per_head && diagonal ? 2 : 1, 1);
     plan_const(p, K_OUT, "HAS_Z", f->has_z, 1);
     plan_const(p, K_OUT, "SPLIT", run->segments > 1, 1);
