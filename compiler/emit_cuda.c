@@ -996,6 +996,7 @@ static bool known_nonneg(Emitter *E, int id, int depth) {
  * bits other arithmetic must not see (tile_tf32_word); the tensor cores drop
  * them themselves. */
 static bool tf32_rounded(Emitter *E, int v) {
+    if (ce_vdt(E, v) != DT_TF32) return true;
     for (int depth = 0; depth < 16; depth++) {
         const IrOp *d = E->f->values[v].def;
         if (!d) return false;
@@ -1007,12 +1008,18 @@ static bool tf32_rounded(Emitter *E, int v) {
     return false;
 }
 
+/* Register expression x of tf32 value v as arithmetic may read it: a tf32
+ * array's word without its low 13 bits, where v may be one. */
+const char *ce_tf32_value(Emitter *E, int v, const char *x) {
+    return tf32_rounded(E, v) ? x : ce_fmt_str(E, "tile_tf32_word(%s)", x);
+}
+
 /* The C expression of element-wise `op` on one register of each operand. */
 const char *ce_ew_expr(Emitter *E, const IrOp *op, const char *const *regs) {
     DType rt = ce_vdt(E, op->result), at = ce_vdt(E, op->args[0]);
     const char *a = regs[0];
     if (op->op == OP_CAST) {
-        if (at == DT_TF32 && rt != DT_TF32 && !tf32_rounded(E, op->args[0])) a = ce_fmt_str(E, "tile_tf32_word(%s)", a);
+        if (rt != DT_TF32) a = ce_tf32_value(E, op->args[0], a);
         return ce_ew_cast(E, at, rt, a);
     }
     if (op->op == OP_WHERE) {

@@ -248,6 +248,7 @@ const char *ce_lit_str(Emitter *E, DType t, Scalar v);
 const char *ce_ew_unary(Emitter *E, OpId op, DType t, const char *a);
 const char *ce_ew_binary(Emitter *E, OpId op, DType t, const char *a, const char *b);
 const char *ce_ew_cast(Emitter *E, DType from, DType to, const char *a);
+const char *ce_tf32_value(Emitter *E, int v, const char *x);
 int ce_lay_add(Emitter *E, const Layout *l);
 int ce_nregs(Emitter *E, int id);
 int ce_blocked(Emitter *E, const Type *t, int fastest);

@@ -711,8 +711,8 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
                 ce_out(E, "%s = fma((double)%s, (double)%s, %s);", dst, av, bv, dst);
             else {
                 /* (a tf32 operand may be a tf32 array's word: its low bits dropped, as the tensor cores do) */
-                if (adt == DT_TF32) av = ce_fmt_str(E, "tile_tf32_word(%s)", av);
-                if (bdt == DT_TF32) bv = ce_fmt_str(E, "tile_tf32_word(%s)", bv);
+                av = ce_tf32_value(E, ia, av);
+                bv = ce_tf32_value(E, ib, bv);
                 ce_out(E, "%s = fmaf(%s, %s, %s);", dst, ce_ew_cast(E, adt, DT_F32, av), ce_ew_cast(E, bdt, DT_F32, bv), dst);
             }
         }
@@ -739,10 +739,10 @@ static const char *printf_conv(DType t) {
     if (dtype_is_unsigned(t)) return "%llu";
     return "%lld";
 }
-static const char *printf_arg(Emitter *E, DType t, const char *x) {
+static const char *printf_arg(Emitter *E, int id, const char *x) {
+    DType t = ce_vdt(E, id);
     if (t == DT_BOOL) return ce_fmt_str(E, "(%s ? \"true\" : \"false\")", x);
-    if (t == DT_TF32) return ce_fmt_str(E, "(double)tile_tf32_word(%s)", x);   /* as a tf32 array's word reads */
-    if (dtype_is_float(t)) return ce_fmt_str(E, "(double)%s", ce_widen(E, t, x));
+    if (dtype_is_float(t)) return ce_fmt_str(E, "(double)%s", ce_widen(E, t, ce_tf32_value(E, id, x)));
     if (dtype_is_unsigned(t)) return ce_fmt_str(E, "(unsigned long long)%s", x);
     return ce_fmt_str(E, "(long long)%s", x);
 }
@@ -795,7 +795,7 @@ void ce_emit_print(Emitter *E, const IrOp *op) {
             DType dt = ce_vdt(E, id);
             const Type *t = ce_vtype(E, id);
             if (!staged[next]) {
-                ce_out(E, "printf(\"%s\", %s);", printf_conv(dt), printf_arg(E, dt, ce_vreg(E, id, 0)));
+                ce_out(E, "printf(\"%s\", %s);", printf_conv(dt), printf_arg(E, id, ce_vreg(E, id, 0)));
             } else {
                 /* nested brackets as the interpreter prints them */
                 int64_t numel = type_numel(t);
@@ -812,7 +812,7 @@ void ce_emit_print(Emitter *E, const IrOp *op) {
                 }
                 ce_out(E, "if (i) printf(\", \");");
                 ce_out(E, "for (int o = %s; o > 0; --o) printf(\"[\");", open.p);
-                ce_out(E, "printf(\"%s\", %s);", printf_conv(dt), printf_arg(E, dt, ce_fmt_str(E, "%s[i]", staged[next])));
+                ce_out(E, "printf(\"%s\", %s);", printf_conv(dt), printf_arg(E, id, ce_fmt_str(E, "%s[i]", staged[next])));
                 ce_out(E, "for (int o = %s; o > 0; --o) printf(\"]\");", close.p);
                 free(open.p);
                 free(close.p);

@@ -767,8 +767,8 @@ static void scan_plan(Run *run, Plan *p, const M2Shape *s, const M2Options *o, c
      * tf32, but y's tile needs no x in its layout, a conversion through
      * shared memory with two barriers a step: ssd_scan 1.254 -> 1.104 ms at
      * (8, 4096, 80, 64, 128, 1), H200; y 3.3e-4 -> 3.8e-4 from the float64
-     * reference at a small shape (--d-diagonal 0 for D x after) */
-    /* (ssd_scan_f32, --tf32-bc 0, keeps D after: the diagonal spilled there) */
+     * reference at a small shape (--d-diagonal 0 for D x after).  ssd_scan_f32
+     * (--tf32-bc 0) keeps D after: the diagonal spilled there */
     const int diagonal = o->d_diagonal ? o->d_diagonal - 1 : dt != TILE_F32 || tf32_bc;
     plan_const(p, K_OUT, "HAS_D", !f->has_D ? 0 : f->D_per_head && diagonal ? 2 : 1, 1);
     plan_const(p, K_OUT, "HAS_Z", f->has_z, 1);
