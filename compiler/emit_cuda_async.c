@@ -1306,7 +1306,43 @@ static void emit_transpose(Emitter *E, const IrOp *ld, const char *src, const ch
  * __syncwarp.  No barrier and no buffer of its own: the pipeline keeps its
  * stages (tf32 K x N matmul at 128 x 256 x 32: 4, where three copies of
  * their own left 2). */
-static void emit_transpose_in_place(Emitter *E, const IrOp *ld, const char *buf) {
+/* A lane's byte offsets in a panel for emit_transpose_in_place, as C
+ * expressions of `lane`: read i of its half h (rows 4 kb + i, columns 4 nb),
+ * and write j (rows 4 nb + j of the transposed panel, columns 4 kb).
+ * Declares the half's block indices (emit_swizzled_block) with suffix `sfx`. */
+static void tr_lane_offsets(Emitter *E, int h, const char *sfx, const char **rd, const char **wr) {
+    emit_swizzled_block(E, ce_fmt_str(E, "(lane + %d)", 32 * h), sfx, 2);   /* (8 n-blocks a panel) */
+    for (int i = 0; i < 4; i++) {
+        rd[i] = ce_swizzle_offset(E, 128, ce_fmt_str(E, "(4 * kb%s + %d)", sfx, i), ce_fmt_str(E, "(4 * nb%s)", sfx), 32, 4);
+        wr[i] = ce_swizzle_offset(E, 128, ce_fmt_str(E, "(4 * nb%s + %d)", sfx, i), ce_fmt_str(E, "(4 * kb%s)", sfx), 32, 4);
+    }
+}
+
+/* Before the loop: pipeline load j's in-place transposition offsets, the
+ * same every iteration, kept in registers (tile_opaque: NVVM computed them
+ * again inside the loop otherwise).  In the loop they cost about 100 of a
+ * thread's instructions an iteration (the tf32 K x N matmul at 128 x 256 x
+ * 32, Nsight, H200), just before the barrier every warp waits at; hoisted,
+ * that matmul ran 231 -> 242 TFLOP/s at 8192^3 for 15 more registers
+ * (docs/performance.md; TILEC_TR_NO_HOIST=1 for the old code). */
+static void tr_offsets(Emitter *E, int j) {
+    if (E->opt_tr_no_hoist) return;
+    const char *pre = ce_fmt_str(E, "tro_v%d_", E->pipe.loads[j]->result);   /* (no fresh number: the other names stay) */
+    ce_out(E, "int %srd[8], %swr[8];   /* the in-place transposition's offsets, lane by lane */", pre, pre);
+    ce_out(E, "{");
+    E->indent++;
+    for (int h = 0; h < 2; h++) {
+        const char *rd[4], *wr[4];
+        tr_lane_offsets(E, h, ce_fmt_str(E, "%d", h), rd, wr);
+        for (int i = 0; i < 4; i++)
+            ce_out(E, "%srd[%d] = tile_opaque(%s); %swr[%d] = tile_opaque(%s);", pre, 4 * h + i, rd[i], pre, 4 * h + i, wr[i]);
+    }
+    E->indent--;
+    ce_out(E, "}");
+    E->pipe.tr_offs[j] = pre;
+}
+
+static void emit_transpose_in_place(Emitter *E, const IrOp *ld, const char *buf, const char *offs) {
     int lv = ld->result, row, col;
     const Type *t = ce_vtype(E, lv);
     load_axes(ld, t, &row, &col);
@@ -1317,17 +1353,19 @@ static void emit_transpose_in_place(Emitter *E, const IrOp *ld, const char *buf)
     ce_out(E, "for (int p = warp; p < %d; p += %d) {", t->shape[col] / 32, E->threads / 32);
     E->indent++;
     ce_out(E, "unsigned char *P = tile_async + %s + p * 4096;", buf);
+    const char *wr[2][4];
     for (int h = 0; h < 2; h++) {
-        emit_swizzled_block(E, ce_fmt_str(E, "(lane + %d)", 32 * h), ce_fmt_str(E, "%d", h), 2);   /* (8 n-blocks a panel) */
-        for (int i = 0; i < 4; i++)
-            ce_out(E, "const float4 r%d%d = *(const float4 *)(P + %s);", h, i,
-                   ce_swizzle_offset(E, 128, ce_fmt_str(E, "(4 * kb%d + %d)", h, i), ce_fmt_str(E, "(4 * nb%d)", h), 32, 4));
+        const char *rd[4];
+        if (offs)
+            for (int i = 0; i < 4; i++) rd[i] = ce_fmt_str(E, "%srd[%d]", offs, 4 * h + i), wr[h][i] = ce_fmt_str(E, "%swr[%d]", offs, 4 * h + i);
+        else
+            tr_lane_offsets(E, h, ce_fmt_str(E, "%d", h), rd, wr[h]);
+        for (int i = 0; i < 4; i++) ce_out(E, "const float4 r%d%d = *(const float4 *)(P + %s);", h, i, rd[i]);
     }
     ce_out(E, "__syncwarp();   /* the panel read whole before any of it is written */");
     for (int h = 0; h < 2; h++)
         for (int j = 0; j < 4; j++)
-            ce_out(E, "*(float4 *)(P + %s) = make_float4(%s(r%d0.%s), %s(r%d1.%s), %s(r%d2.%s), %s(r%d3.%s));",
-                   ce_swizzle_offset(E, 128, ce_fmt_str(E, "(4 * nb%d + %d)", h, j), ce_fmt_str(E, "(4 * kb%d)", h), 32, 4), tf, h,
+            ce_out(E, "*(float4 *)(P + %s) = make_float4(%s(r%d0.%s), %s(r%d1.%s), %s(r%d2.%s), %s(r%d3.%s));", wr[h][j], tf, h,
                    part[j], tf, h, part[j], tf, h, part[j], tf, h, part[j]);
     E->indent--;
     ce_out(E, "}");
@@ -1517,6 +1555,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
         int lv = E->pipe.loads[j]->result;
         E->pipe.tr_inplace[j] = E->async_tr_wgmma[lv] && tr_in_place(E, lv);
         tr_alloc(E, lv, E->pipe.tr_inplace[j] ? 0 : E->pipe.tr_copies);
+        if (E->pipe.tr_inplace[j]) tr_offsets(E, j);
     }
     for (int j = 0; j < E->pipe.n; j++) ce_mem_access(E, E->pipe.loads[j]->array, IR_MEM_READ);
     ce_out(E, "/* cp.async pipeline, %d stages: iterations ahead are in flight */", stages);
@@ -1557,7 +1596,7 @@ static bool emit_transposes(Emitter *E, const char *i, bool early, bool *made) {
             tr = ce_fmt_str(E, "%s + (%s_it %% %d) * %lld", tr, i, E->pipe.tr_copies, (long long)tr_bytes(E, lv));
         if (E->pipe.tr_inplace[j]) {
             tr = src;   /* (in its own stage buffer) */
-            emit_transpose_in_place(E, E->pipe.loads[j], tr);
+            emit_transpose_in_place(E, E->pipe.loads[j], tr, E->pipe.tr_offs[j]);
         } else {
             emit_transpose(E, E->pipe.loads[j], src, tr);
         }

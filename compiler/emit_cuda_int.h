@@ -68,6 +68,9 @@ typedef struct Pipe {
     /* ... or load j's transposed in its own stage buffer, each warp a
      * swizzle panel (emit_transpose_in_place) */
     bool tr_inplace[ASYNC_MAX_PIPE];
+    /* ... its lanes' byte offsets in a panel, computed once before the loop
+     * (tr_offsets): the C prefix of the 8 reads' (rd0..rd7) and 8 writes' (wr0..wr7) */
+    const char *tr_offs[ASYNC_MAX_PIPE];
     /* A loop with no pipeline (one holding a loop) may prefetch: single async
      * loads of its body copied one iteration ahead into their own buffer
      * (ce_async_prefetch_begin) */
@@ -204,6 +207,8 @@ typedef struct Emitter {
     bool opt_wgmma_nostage;   /* TILEC_WGMMA_NOSTAGE: no wgmma with B staged from registers (for measurements) */
     bool used_wgmma;
     bool opt_no_tma;          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
+    bool opt_tr_no_hoist;     /* TILEC_TR_NO_HOIST: in-place transpositions' offsets computed in the loop
+                               * (for measurements; tr_offsets) */
     bool opt_tma_round;       /* tiles rounded to tf32 in shared memory by TMA too (TILEC_NO_TMA_ROUND=1: by cp.async) */
     int ntmaps;               /* the tensor maps this pass's TMA copies read (CudaKernelCode.tmaps) */
     CudaTensorMap tmaps[CUDA_MAX_TMAPS];

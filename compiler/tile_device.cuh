@@ -261,6 +261,14 @@ template <typename T, typename F> TILE_DEV void tile_atomic_rmw(T *p, F update) 
 }
 
 /* ---- shared memory, ldmatrix, cp.async ------------------------------------- */
+/* x, computed where it stands: the compiler cannot see through the move, so
+ * it keeps the value in a register instead of computing it again inside a
+ * loop (offsets that are the same every iteration, tr_offsets) */
+TILE_DEV int tile_opaque(int x) {
+    int y;
+    asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
+    return y;
+}
 TILE_DEV unsigned tile_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 TILE_DEV void tile_ldsm_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const void *p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
