@@ -194,10 +194,12 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind
     double best_ms = 1e30;
     char best[64] = "";
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
-        tile_const cs[4] = {{"BM", 0, cfgs[i][0], 0}, {"BN", 0, cfgs[i][1], 0}, {"BK", 0, cfgs[i][2], 0},
-                            {"num_warps", 0, cfgs[i][3], 0}};
+        /* TILEC_BENCH_GROUP_M: the blocks' order over C (examples/matmul.tile, tile_of; 0: bid(0), bid(1)) */
+        const char *group = getenv("TILEC_BENCH_GROUP_M");
+        tile_const cs[5] = {{"BM", 0, cfgs[i][0], 0}, {"BN", 0, cfgs[i][1], 0}, {"BK", 0, cfgs[i][2], 0},
+                            {"num_warps", 0, cfgs[i][3], 0}, {"GROUP_M", 0, group ? atoi(group) : 0, 0}};
         tile_kernel *k;
-        if (tile_kernel_get(m, matmul_kinds[kind].kernel, cs, 4, &k) != TILE_OK) {
+        if (tile_kernel_get(m, matmul_kinds[kind].kernel, cs, group ? 5 : 4, &k) != TILE_OK) {
             fprintf(stderr, "config %d: %s\n", (int)i, tile_ctx_last_error(ctx));
             continue;
         }
