@@ -1320,7 +1320,7 @@ static void tr_lane_offsets(Emitter *E, int h, const char *sfx, const char **rd,
 
 /* Before the loop: pipeline load j's in-place transposition offsets, the
  * same every iteration, kept in registers (tile_opaque: NVVM computed them
- * again inside the loop otherwise).  In the loop they cost about 100 of a
+ * again inside the loop otherwise).  In the loop they cost about 110 of a
  * thread's instructions an iteration (the tf32 K x N matmul at 128 x 256 x
  * 32, Nsight, H200), just before the barrier every warp waits at; hoisted,
  * that matmul ran 231 -> 242 TFLOP/s at 8192^3 for 15 more registers

@@ -189,6 +189,20 @@ def case_matmul_tf32(rng):
     return matmul_case(rng, "matmul_tf32", 70, 50, 45, 32, 32, "tf32", "f32", "tf32")
 
 
+def case_matmul_tf32_grouped(rng):
+    # blocks ordered in groups of 3 tile rows (tile_of): 7 rows, the last group of 1
+    c = matmul_case(rng, "matmul_tf32", 200, 50, 150, 32, 32, "tf32", "f32", "tf32")
+    c.defines = ["GROUP_M=3"]
+    return c
+
+
+def case_matmul_bf16_grouped_wide(rng):
+    # a group larger than the grid: one group of all 4 tile rows
+    c = matmul_case(rng, "matmul_bf16", 100, 70, 90, 32, 32, "bf16", "f32", "f32")
+    c.defines = ["GROUP_M=1000000000"]
+    return c
+
+
 def case_matmul_bf16(rng):
     return matmul_case(rng, "matmul_bf16", 40, 70, 33, 32, 32, "bf16", "f32", "f32")
 
