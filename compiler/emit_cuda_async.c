@@ -1295,17 +1295,6 @@ static void emit_transpose(Emitter *E, const IrOp *ld, const char *src, const ch
     ce_out(E, "}");
 }
 
-/* Load `ld`'s tile, 32 x N floats at byte offset `buf` of the async area
- * swizzled in 128-byte panels of 32 columns, transposed in place into
- * wgmma's K-major layout, [N][32] swizzled 128 bytes wide (tr_in_place):
- * panel p of the stored tile (its 32 columns, all 32 rows: the 4 KB at p *
- * 4096) holds the same bytes as rows 32p .. 32p + 31 of the transposed one,
- * so each warp takes whole panels, reads one into registers (two 4 x 4
- * blocks a lane, placed as emit_transpose's between swizzled buffers: no
- * bank conflicts) and writes it back transposed and rounded after a
- * __syncwarp.  No barrier and no buffer of its own: the pipeline keeps its
- * stages (tf32 K x N matmul at 128 x 256 x 32: 4, where three copies of
- * their own left 2). */
 /* A lane's byte offsets in a panel for emit_transpose_in_place, as C
  * expressions of `lane`: read i of its half h (rows 4 kb + i, columns 4 nb),
  * and write j (rows 4 nb + j of the transposed panel, columns 4 kb).
@@ -1342,6 +1331,18 @@ static void tr_offsets(Emitter *E, int j) {
     E->pipe.tr_offs[j] = pre;
 }
 
+/* Load `ld`'s tile, 32 x N floats at byte offset `buf` of the async area
+ * swizzled in 128-byte panels of 32 columns, transposed in place into
+ * wgmma's K-major layout, [N][32] swizzled 128 bytes wide (tr_in_place):
+ * panel p of the stored tile (its 32 columns, all 32 rows: the 4 KB at p *
+ * 4096) holds the same bytes as rows 32p .. 32p + 31 of the transposed one,
+ * so each warp takes whole panels, reads one into registers (two 4 x 4
+ * blocks a lane, placed as emit_transpose's between swizzled buffers: no
+ * bank conflicts) and writes it back transposed and rounded after a
+ * __syncwarp.  No barrier and no buffer of its own: the pipeline keeps its
+ * stages (tf32 K x N matmul at 128 x 256 x 32: 4, where three copies of
+ * their own left 2).  `offs`: the prefix of the lane's offsets made before
+ * the loop (tr_offsets), or NULL to compute them here. */
 static void emit_transpose_in_place(Emitter *E, const IrOp *ld, const char *buf, const char *offs) {
     int lv = ld->result, row, col;
     const Type *t = ce_vtype(E, lv);
