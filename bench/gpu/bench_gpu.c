@@ -193,9 +193,9 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind
                                   {128, 256, 64, 8}, {256, 128, 64, 8}, {64, 256, 64, 4}};
     double best_ms = 1e30;
     char best[64] = "";
+    /* TILEC_BENCH_GROUP_M: the blocks' order over C (examples/matmul.tile, tile_of; 0: bid(0), bid(1)) */
+    const char *group = getenv("TILEC_BENCH_GROUP_M");
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
-        /* TILEC_BENCH_GROUP_M: the blocks' order over C (examples/matmul.tile, tile_of; 0: bid(0), bid(1)) */
-        const char *group = getenv("TILEC_BENCH_GROUP_M");
         tile_const cs[5] = {{"BM", 0, cfgs[i][0], 0}, {"BN", 0, cfgs[i][1], 0}, {"BK", 0, cfgs[i][2], 0},
                             {"num_warps", 0, cfgs[i][3], 0}, {"GROUP_M", 0, group ? atoi(group) : 0, 0}};
         tile_kernel *k;
