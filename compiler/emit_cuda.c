@@ -1697,6 +1697,26 @@ static void emit_params(Emitter *E, Buf *o) {
         ce_buf_printf(o, "%s\n    const __grid_constant__ TileTensorMap tm%d", f->nparams + k ? "," : "", k);
 }
 
+/* The host's way in (CudaEmitOptions.host_entry): the kernel called with
+ * the arguments as the runtime packs them, each in a slot of its own. */
+static void emit_host_entry(Emitter *E, Buf *o, const char *kernel) {
+    const IrFunc *f = E->f;
+    ce_buf_printf(o, "\nextern \"C\" void tile_host_entry(void *const *a)\n{\n    %s(", kernel);
+    int slot = 0;
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *p = &f->params[i];
+        ce_buf_printf(o, "%s\n        ", i ? "," : "");
+        if (p->kind == IRP_SCALAR) {
+            ce_buf_printf(o, "*(const %s *)a[%d]", ce_ctype(p->dtype), slot++);
+            continue;
+        }
+        ce_buf_printf(o, "*(%s%s *const *)a[%d]", p->written ? "" : "const ", ce_mtype(p->dtype), slot++);
+        for (int d = 0; d < p->rank; d++) ce_buf_printf(o, ", *(const int *)a[%d]", slot++);
+        for (int d = 0; d < p->rank; d++) ce_buf_printf(o, ", *(const long long *)a[%d]", slot++);
+    }
+    ce_buf_printf(o, ");\n}\n");
+}
+
 /* Prologue variables of each layout used: thread parts of coordinates. */
 static void emit_prologue(Emitter *E, Buf *o) {
     for (int k = 0; k < E->nlays; k++) {
@@ -1996,6 +2016,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
         else ce_buf_printf(&o, "    %s l%d[%d];\n", ce_ctype(f->locals[i].type.dtype), i, n);
     }
     ce_buf_printf(&o, "%s}\n", E.body.p ? E.body.p : "");
+    if (E.opt.host_entry) emit_host_entry(&E, &o, name.p);
     free(E.body.p);
     res->source = o.p;
     res->name = name.p;

@@ -61,6 +61,11 @@ typedef struct CudaEmitOptions {
      * (the CUDA backend lowers it one step at a time while ptxas reports
      * spills) */
     int max_occupancy;
+    /* nonzero: after the kernel, `extern "C" void tile_host_entry(void *const
+     * *args)`, which calls it with the arguments a launch's kernelParams
+     * would hold (the emu backend runs the kernel on the host so:
+     * runtime/emu_backend.c) */
+    int host_entry;
 } CudaEmitOptions;
 
 typedef struct CudaKernelCode {

@@ -3,7 +3,11 @@
  * emitter needs: mma shapes, ldmatrix, shuffles, cp.async, conversions, fast
  * exp2, and the integer / float helpers whose semantics match scalar.c.
  * (The C string in cuda_device.c is generated from this file by
- * tests/gpu/gen_device_header.sh; a test checks that they agree.) */
+ * tests/gpu/gen_device_header.sh; a test checks that they agree.)
+ * Every function that holds PTX stands inside #ifndef TILE_HOST_EMULATION:
+ * the emu backend compiles kernels for the host with runtime/emu_device.h,
+ * which defines those functions in C++ and leaves the rest of this file,
+ * compiled as it is, to be tested with them. */
 #ifndef TILE_DEVICE_H
 #define TILE_DEVICE_H
 
@@ -11,6 +15,7 @@
 
 /* ---- 16-bit floats are carried as their bits (unsigned short) ------------ */
 TILE_DEV float tile_bf16_f32(unsigned short b) { return __uint_as_float(((unsigned)b) << 16); }
+#ifndef TILE_HOST_EMULATION
 TILE_DEV unsigned short tile_f32_bf16(float f) {
     unsigned short r;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
@@ -45,6 +50,7 @@ TILE_DEV unsigned short tile_f64_f16(double f) {
     asm("cvt.rn.f16.f64 %0, %1;" : "=h"(r) : "d"(f));
     return r;
 }
+#endif
 TILE_DEV unsigned short tile_f64_bf16(double f) { return tile_f32_bf16((float)f); }
 /* f32 -> tf32: round to nearest even, low 13 bits zero; inf stays inf, NaN
  * NaN (the interpreter's tf32_round).  From sm_90 cvt.rn.tf32.f32,
@@ -72,12 +78,14 @@ TILE_DEV float tile_tf32(float f) {
  * emit_round): wgmma reads them as they lie and drops the low 13 bits
  * (round toward zero), where the language rounds to nearest.  A thread loads
  * a batch of its 16-byte pieces (4 f32 each), then rounds and stores them. */
+#ifndef TILE_HOST_EMULATION
 TILE_DEV uint4 tile_lds16(const void *p) {
     uint4 v;
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "r"((unsigned)__cvta_generic_to_shared(p)));
     return v;
 }
+#endif
 /* TILE_TF32_ROUND_INT (emit_cuda.c): a kernel of two blocks per SM or more,
  * whose roundings in place contend, rounds in integer instructions (cvt.rn
  * takes one issue slot but seems to hold its pipe longer: measured slower
@@ -90,16 +98,22 @@ TILE_DEV float tile_tf32_in_place(float f) {
     return tile_tf32(f);
 #endif
 }
+#ifndef TILE_HOST_EMULATION
+TILE_DEV void tile_sts16(void *p, const unsigned r[4]) {
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"((unsigned)__cvta_generic_to_shared(p)), "r"(r[0]),
+                 "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+}
+#endif
 TILE_DEV void tile_tf32_sts16(void *p, uint4 v) {
     const unsigned r[4] = {__float_as_uint(tile_tf32_in_place(__uint_as_float(v.x))), __float_as_uint(tile_tf32_in_place(__uint_as_float(v.y))),
                            __float_as_uint(tile_tf32_in_place(__uint_as_float(v.z))), __float_as_uint(tile_tf32_in_place(__uint_as_float(v.w)))};
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"((unsigned)__cvta_generic_to_shared(p)), "r"(r[0]),
-                 "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+    tile_sts16(p, r);
 }
 
 /* ---- float helpers -------------------------------------------------------- */
 TILE_DEV float tile_nanf() { return __int_as_float(0x7fc00000); }
 TILE_DEV double tile_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
+#ifndef TILE_HOST_EMULATION
 TILE_DEV float tile_exp2f(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -116,6 +130,7 @@ TILE_DEV float tile_fminf(float a, float b) {
     asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
     return r;
 }
+#endif
 TILE_DEV double tile_fmax(double a, double b) { return (a != a || b != b) ? tile_nan() : (a > b ? a : b); }
 TILE_DEV double tile_fmin(double a, double b) { return (a != a || b != b) ? tile_nan() : (a < b ? a : b); }
 TILE_DEV float tile_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -223,6 +238,14 @@ template <typename T> TILE_DEV T tile_shfl_xor(T v, int m) { return (T)__shfl_xo
 template <typename T> TILE_DEV T tile_shfl(T v, int src) { return (T)__shfl_sync(0xffffffffu, (int)v, src); }
 
 /* ---- atomics: a compare-and-swap loop for any type and any update -------- */
+#ifndef TILE_HOST_EMULATION
+/* a 16-bit compare-and-swap (sm_70+): the value found at h */
+TILE_DEV unsigned short tile_atom_cas16(unsigned short *h, unsigned short cmp, unsigned short v) {
+    unsigned short old;
+    asm volatile("atom.cas.b16 %0, [%1], %2, %3;" : "=h"(old) : "l"(h), "h"(cmp), "h"(v) : "memory");
+    return old;
+}
+#endif
 template <typename T, typename F> TILE_DEV void tile_atomic_rmw(T *p, F update) {
     if (sizeof(T) == 4) {
         unsigned *w = (unsigned *)p, old = *w, assumed;
@@ -243,7 +266,7 @@ template <typename T, typename F> TILE_DEV void tile_atomic_rmw(T *p, F update) 
         do {
             assumed = old;
             next = tile_bits<unsigned short>(update(tile_bits<T>(assumed)));
-            asm volatile("atom.cas.b16 %0, [%1], %2, %3;" : "=h"(old) : "l"(h), "h"(assumed), "h"(next) : "memory");
+            old = tile_atom_cas16(h, assumed, next);
         } while (old != assumed);
     } else {
         /* 1-byte elements: swap the aligned 32-bit word that holds them */
@@ -264,6 +287,7 @@ template <typename T, typename F> TILE_DEV void tile_atomic_rmw(T *p, F update) 
 /* x, computed where it stands: the compiler cannot see through the move, so
  * it keeps the value in a register instead of computing it again inside a
  * loop (offsets that are the same every iteration, tr_offsets) */
+#ifndef TILE_HOST_EMULATION
 TILE_DEV int tile_opaque(int x) {
     int y;
     asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
@@ -292,6 +316,7 @@ TILE_DEV void tile_cp_async16(void *smem, const void *gmem, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                  :: "r"(tile_smem_addr(smem)), "l"(gmem), "r"(bytes) : "memory");
 }
+#endif
 /* The part of a 16-byte piece that lies inside the array (`bytes`, 0..14, a
  * multiple of 2), the rest zero: plain loads and stores, so nothing past the
  * array's end is read */
@@ -301,10 +326,12 @@ TILE_DEV void tile_copy16_partial(void *smem, const void *gmem, int bytes) {
 #pragma unroll
     for (int i = 0; i < 8; i++) d[i] = 2 * i < bytes ? g[i] : (unsigned short)0;
 }
+#ifndef TILE_HOST_EMULATION
 TILE_DEV void tile_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 /* waits until at most N of this thread's committed groups are in flight */
 template <int N> TILE_DEV void tile_cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
 TILE_DEV void tile_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+#endif
 
 /* ---- wgmma (sm_90a; only kernels compiled for it call these) ---------------- */
 /* Shared-memory matrix descriptor of an operand (emit_cuda_wgmma.c says
@@ -322,6 +349,7 @@ TILE_DEV unsigned long long tile_wgmma_desc_at(unsigned long long desc, unsigned
     return (unsigned long long)(unsigned)(desc >> 32) << 32 | (unsigned)((unsigned)desc + (off >> 4));
 }
 /* the accumulator registers were written by ordinary instructions: order them before the next wgmma */
+#ifndef TILE_HOST_EMULATION
 TILE_DEV void tile_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 /* no instruction: the register's value is opaque to the compiler from here on */
 TILE_DEV void tile_wgmma_fence_operand(float &x) { asm volatile("" : "+f"(x)); }
@@ -332,6 +360,7 @@ TILE_DEV void tile_wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1
 /* this thread's writes to shared memory (cp.async included) made visible to
  * the async proxy, which wgmma reads its operands through */
 TILE_DEV void tile_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
 
 /* ---- the tensor memory accelerator (TMA; sm_90, only kernels compiled for
  * sm_90a call these): a tile copied by one thread's instruction, described
@@ -342,6 +371,7 @@ struct __align__(64) TileTensorMap { unsigned long long v[16]; };
 /* this thread's earlier writes, to shared and global memory, ordered before
  * the copy engine's later accesses (a TMA copy may read an array the block
  * wrote before the loop) */
+#ifndef TILE_HOST_EMULATION
 TILE_DEV void tile_fence_proxy_async_all() { asm volatile("fence.proxy.async;" ::: "memory"); }
 /* a TMA coordinate: a tile's first element, clamped into int's range (the
  * box then lies wholly outside the array, and reads as zeros, as a tile
@@ -418,8 +448,10 @@ TILE_DEV void tile_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::
 /* this thread's bulk groups done reading shared memory / done altogether */
 TILE_DEV void tile_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 TILE_DEV void tile_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+#endif
 
 /* ---- mma.sync: one wrapper per shape (row.col, f32 accumulators) ---------- */
+#ifndef TILE_HOST_EMULATION
 TILE_DEV void tile_mma_m16n8k16_bf16(float &d0, float &d1, float &d2, float &d3,
                                      unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                      unsigned b0, unsigned b1) {
@@ -444,5 +476,6 @@ TILE_DEV void tile_mma_m16n8k8_tf32(float &d0, float &d1, float &d2, float &d3,
                  : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+#endif
 
 #endif

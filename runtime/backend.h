@@ -15,9 +15,10 @@
  *     return tile_error(ctx, TILE_ERR_..., "fmt", ...);
  * which records the message in the context and returns the status.
  *
- * Backends: cpu_backend.c (tile_cpu_backend, the interpreter) and
+ * Backends: cpu_backend.c (tile_cpu_backend, the interpreter),
  * cuda_backend.c (tile_cuda_backend, NVRTC + driver API; only built with the
- * CUDA toolkit, TILE_HAVE_CUDA defined). */
+ * CUDA toolkit, TILE_HAVE_CUDA defined) and emu_backend.c (tile_emu_backend:
+ * the CUDA emitter's kernels compiled for the host and run there). */
 #ifndef TILE_BACKEND_H
 #define TILE_BACKEND_H
 
@@ -125,6 +126,8 @@ struct tile_backend_ops {
 };
 
 const tile_backend_ops *tile_cpu_backend(void);
+/* The CUDA emitter's kernels compiled for the host and run there (emu_backend.c). */
+const tile_backend_ops *tile_emu_backend(void);
 /* Implemented in runtime/cuda_backend.c -- that exact file name: runtime.c
  * checks for it with __has_include and otherwise defines a weak stand-in
  * returning NULL ("CUDA backend not built yet").  May return NULL. */

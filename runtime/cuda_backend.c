@@ -22,6 +22,7 @@
 #include "cuda_nvrtc.h"
 #include "disk_cache.h"
 #include "emit_cuda.h"
+#include "kernel_args.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -282,7 +283,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     const IrFunc *f = k->ir;
     Diag d;
     diag_init(&d, k->module->name, k->module->source);
-    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s), 0};
+    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s), 0, 0};
     CudaKernelCode code;
     if (cuda_emit(f, &opt, &code, &d) != 0) {
         tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", f->name, diag_text(&d));
@@ -408,43 +409,10 @@ static bool tma_strides(const tile_array *a, cuuint64_t stride[4]) {
 }
 
 static unsigned char array_facts(const CudaState *s, const tile_array *a) {
-    int es = tile_dtype_size(a->dtype);
-    unsigned char f = 0;
+    unsigned char f = kernel_args_array_facts(a);
     cuuint64_t unused[4];
     if (s->drv.TensorMapEncodeTiled && tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
-    bool vec = a->rank > 0 && ((uintptr_t)a->data % 16) == 0 && (a->strides[a->rank - 1] == 1 || a->shape[a->rank - 1] <= 1);
-    for (int d = 0; d + 1 < a->rank && vec; d++)
-        if (a->shape[d] > 1 && (a->strides[d] * es) % 16 != 0) vec = false;
-    if (vec) f |= CUDA_ARRAY_VEC16;
-    int64_t max_off = 0;
-    bool small = true;
-    for (int d = 0; d < a->rank; d++) {
-        if (a->shape[d] <= 0) continue;
-        int64_t span;
-        if (__builtin_mul_overflow(a->shape[d] - 1, a->strides[d], &span) ||
-            __builtin_add_overflow(max_off, span, &max_off)) small = false;
-    }
-    if (small && max_off < ((int64_t)1 << 31) - 1) f |= CUDA_ARRAY_OFF32;
     return f;
-}
-
-/* A scalar argument in the kernel's register type (emit_cuda.h). */
-static size_t pack_scalar(DType t, Scalar v, unsigned char *p) {
-    switch (t) {
-    case DT_BOOL: { bool b = v.i != 0; memcpy(p, &b, 1); return 1; }
-    case DT_I8: { int8_t x = (int8_t)v.i; memcpy(p, &x, 1); return 1; }
-    case DT_U8: { uint8_t x = (uint8_t)v.u; memcpy(p, &x, 1); return 1; }
-    case DT_I16: { int16_t x = (int16_t)v.i; memcpy(p, &x, 2); return 2; }
-    case DT_U16: { uint16_t x = (uint16_t)v.u; memcpy(p, &x, 2); return 2; }
-    case DT_I32: { int32_t x = (int32_t)v.i; memcpy(p, &x, 4); return 4; }
-    case DT_U32: { uint32_t x = (uint32_t)v.u; memcpy(p, &x, 4); return 4; }
-    case DT_I64: case DT_U64: memcpy(p, &v.u, 8); return 8;
-    case DT_F16: { uint16_t x = f64_to_f16_bits(v.f); memcpy(p, &x, 2); return 2; }
-    case DT_BF16: { uint16_t x = f32_to_bf16_bits((float)v.f); memcpy(p, &x, 2); return 2; }
-    case DT_F32: case DT_TF32: { float x = (float)v.f; memcpy(p, &x, 4); return 4; }
-    case DT_F64: memcpy(p, &v.f, 8); return 8;
-    default: return 0;
-    }
 }
 
 /* The compiled variant of kernel `k` for the array facts `flags`, compiled now if new. */
@@ -503,15 +471,8 @@ static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3],
     unsigned char flags[256];
     if (nargs > 256) return tile_error(ctx, TILE_ERR_UNSUPPORTED, "more than 256 kernel parameters");
     memset(flags, 0, sizeof flags);
-    int nslots = 0;
-    for (int i = 0; i < nargs; i++) {
-        if (f->params[i].kind == IRP_ARRAY) {
-            flags[i] = array_facts(s, &args[i].array);
-            nslots += 1 + 2 * f->params[i].rank;
-        } else {
-            nslots++;
-        }
-    }
+    for (int i = 0; i < nargs; i++)
+        if (f->params[i].kind == IRP_ARRAY) flags[i] = array_facts(s, &args[i].array);
     /* the variant for these facts and its tensor maps; should the driver
      * refuse an array's map after all, that array is specialised without */
     CudaVariant *v;
@@ -527,6 +488,7 @@ static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3],
         flags[refused] &= (unsigned char)~CUDA_ARRAY_TMA;
     }
     /* every argument in an 8-byte slot (a tensor map in its own); kernelParams points at them */
+    int nslots = kernel_args_slots(f);
     uint64_t *store = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t));
     void **params = calloc((size_t)(nslots + v->ntmaps > 0 ? nslots + v->ntmaps : 1), sizeof(void *));
     if (!store || !params) {
@@ -534,33 +496,8 @@ static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3],
         free(params);
         return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
     }
-    int n = 0;
-    for (int i = 0; i < nargs; i++) {
-        const IrParam *p = &f->params[i];
-        if (p->kind == IRP_SCALAR) {
-            pack_scalar(p->dtype, args[i].scalar, (unsigned char *)&store[n]);
-            params[n] = &store[n];
-            n++;
-            continue;
-        }
-        const tile_array *a = &args[i].array;
-        CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)a->data;
-        memcpy(&store[n], &ptr, sizeof ptr);
-        params[n] = &store[n];
-        n++;
-        for (int d = 0; d < p->rank; d++) {
-            int32_t e = (int32_t)a->shape[d];
-            memcpy(&store[n], &e, 4);
-            params[n] = &store[n];
-            n++;
-        }
-        for (int d = 0; d < p->rank; d++) {
-            int64_t st = a->strides[d];
-            memcpy(&store[n], &st, 8);
-            params[n] = &store[n];
-            n++;
-        }
-    }
+    kernel_args_pack(f, args, store, params);
+    int n = nslots;
     for (int m = 0; m < v->ntmaps; m++) params[n++] = &maps[m];
     s->drv.CtxSetCurrent(s->ctx);
     CUresult r = s->drv.LaunchKernel(v->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],

@@ -165,6 +165,8 @@ tile_status tile_ctx_create(tile_ctx **out, tile_backend_kind backend, int devic
     const tile_backend_ops *ops = NULL;
     if (backend == TILE_BACKEND_CPU) {
         ops = tile_cpu_backend();
+    } else if (backend == TILE_BACKEND_EMU) {
+        ops = tile_emu_backend();
     } else if (backend == TILE_BACKEND_CUDA) {
 #ifdef TILE_HAVE_CUDA
         ops = tile_cuda_backend();

@@ -50,6 +50,9 @@ typedef enum tile_dtype {
 typedef enum tile_backend_kind {
     TILE_BACKEND_CPU = 1,
     TILE_BACKEND_CUDA = 2,
+    /* the CUDA backend's code (sm_80: mma.sync) run on the host, each thread a
+     * fiber: checks the CUDA emitter without a GPU; slow (emu_backend.c) */
+    TILE_BACKEND_EMU = 3,
 } tile_backend_kind;
 
 #define TILE_MAX_DIMS 8

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what tilec needs to build and test, where it is missing (Debian/Ubuntu, as root):
-# flex and bison (the front end), cmake and a C compiler, clang (the libFuzzer target),
+# flex and bison (the front end), cmake, a C compiler and a C++ one (the emu backend), clang (the libFuzzer target),
 # and Debian's python3-numpy (the example tests compare with NumPy).
 # The CUDA toolkit is optional and is not installed here: without it the CPU half
 # builds and tests, and the GPU tests are skipped.
@@ -10,6 +10,8 @@ command -v flex  >/dev/null 2>&1 || need+=(flex)
 command -v bison >/dev/null 2>&1 || need+=(bison)
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc    >/dev/null 2>&1 || need+=(gcc)
+# a C++ compiler: the emu backend compiles the GPU's code for the host (the `emu` tests)
+command -v c++   >/dev/null 2>&1 || need+=(g++)
 command -v make  >/dev/null 2>&1 || need+=(make)
 # gcc only recommends the C library headers; an image without recommends lacks them.
 [ -e /usr/include/stdio.h ] || need+=(libc6-dev)

@@ -1,7 +1,7 @@
 /* tilec.c: the command-line tool.
  *
  *   tilec FILE [--emit=MODE] [-D NAME=VALUE]... [--kernel NAME] [-o OUT] [--dump-after=PASS|all]
- *   tilec run FILE --kernel NAME --grid X[,Y[,Z]] [-D NAME=VALUE]... [--backend cpu|cuda] ARG...
+ *   tilec run FILE --kernel NAME --grid X[,Y[,Z]] [-D NAME=VALUE]... [--backend cpu|cuda|emu] ARG...
  *   tilec --help | --version
  *
  * Without --emit, FILE is only checked.  Each emit mode is one row of
@@ -75,7 +75,7 @@ static const char help_text[] =
     "usage: tilec FILE [--emit=MODE] [-D NAME=VALUE]... [--kernel NAME] [-o OUT]\n"
     "                  [--dump-after=PASS|all] [--arch=sm_XX]\n"
     "       tilec run FILE --kernel NAME --grid X[,Y[,Z]] [-D NAME=VALUE]...\n"
-    "                  [--backend cpu|cuda] [--tune] ARG...\n"
+    "                  [--backend cpu|cuda|emu] [--tune] ARG...\n"
     "       tilec --help | --version\n"
     "\n"
     "Without --emit, FILE is parsed and checked.\n"
@@ -272,7 +272,7 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
     for (int i = 0; i < n; i++) {
         unsigned char flags[256];
         memset(flags, CUDA_ARRAY_FAST, sizeof flags);
-        CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1, arch_specific(o), 0};
+        CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1, arch_specific(o), 0, 0};
         CudaKernelCode code;
         if (cuda_emit(funcs[i], &opt, &code, &c->diag) != 0) return EXIT_COMPILE;
         if (what == 0) {
@@ -812,8 +812,9 @@ static int run_launch(const Options *o) {
         return usage_error("--grid %s: expected 1 to 3 positive integers separated by commas", o->grid);
     tile_backend_kind kind = TILE_BACKEND_CPU;
     if (o->backend && strcmp(o->backend, "cuda") == 0) kind = TILE_BACKEND_CUDA;
+    else if (o->backend && strcmp(o->backend, "emu") == 0) kind = TILE_BACKEND_EMU;
     else if (o->backend && strcmp(o->backend, "cpu") != 0)
-        return usage_error("unknown backend '%s' (cpu or cuda)", o->backend);
+        return usage_error("unknown backend '%s' (cpu, cuda or emu)", o->backend);
     for (int i = 0; i < o->nrun_args; i++) {
         const char *eq = strchr(o->run_args[i], '=');
         if (!eq || eq == o->run_args[i])
@@ -847,7 +848,7 @@ static int run_launch(const Options *o) {
     tile_status st = tile_ctx_create(&ctx, kind, 0);
     if (st != TILE_OK) {
         const char *msg = tile_ctx_last_error(ctx);
-        const char *which = kind == TILE_BACKEND_CUDA ? "CUDA backend" : "CPU backend";
+        const char *which = kind == TILE_BACKEND_CUDA ? "CUDA backend" : kind == TILE_BACKEND_EMU ? "emu backend" : "CPU backend";
         if (strncmp(msg, which, strlen(which)) == 0) fprintf(stderr, "tilec: error: %s\n", msg);
         else fprintf(stderr, "tilec: error: %s: %s\n", which, msg);
         rc = EXIT_USAGE;

@@ -296,9 +296,11 @@ static void run_file(tile_ctx *cpu, tile_ctx *gpu, const char *path) {
 int main(int argc, char **argv) {
     tile_ctx *cpu = NULL, *gpu = NULL;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    /* GPU_CHECK_CPU_ONLY=1: both sides on the interpreter (checks the specs) */
-    const char *cpu_only = getenv("GPU_CHECK_CPU_ONLY");
-    tile_status st = tile_ctx_create(&gpu, cpu_only && *cpu_only == '1' ? TILE_BACKEND_CPU : TILE_BACKEND_CUDA, 0);
+    /* GPU_CHECK_CPU_ONLY=1: both sides on the interpreter (checks the specs);
+     * GPU_CHECK_BACKEND=emu: the GPU's side emulated on the host (emu_backend.c) */
+    const char *cpu_only = getenv("GPU_CHECK_CPU_ONLY"), *backend = getenv("GPU_CHECK_BACKEND");
+    tile_backend_kind kind = backend && strcmp(backend, "emu") == 0 ? TILE_BACKEND_EMU : TILE_BACKEND_CUDA;
+    tile_status st = tile_ctx_create(&gpu, cpu_only && *cpu_only == '1' ? TILE_BACKEND_CPU : kind, 0);
     if (st != TILE_OK) {
         printf("skipped: %s\n", gpu ? tile_ctx_last_error(gpu) : "no context");
         tile_ctx_destroy(gpu);

@@ -1,0 +1,267 @@
+/* emu_backend.c: the emu backend of libtile (backend.h): the CUDA backend's
+ * code, run on the host.
+ *
+ *   IR --cuda_emit--> CUDA C++ --host C++ compiler, with emu_device.h--> a
+ *   shared object --dlopen--> every block run, its threads as fibers.
+ *
+ * What it is for: the CUDA emitter's kernels checked against the
+ * interpreter on a machine without a GPU (tests/gpu/gpu_check with
+ * GPU_CHECK_BACKEND=emu, ctest -L emu).  It emits what the CUDA backend
+ * emits for an sm_80 device (mma.sync, ldmatrix, cp.async, shuffles), with
+ * the same specialisation on the arrays' facts (vector accesses, 32-bit
+ * offsets); wgmma and TMA, sm_90a's, are not emulated.  Memory and events
+ * are the CPU backend's (host memory, host clock).  Slow: a test tool, not
+ * a way to run programs.
+ *
+ * The C++ compiler: $TILEC_EMU_CXX, else c++ (g++ and clang++ both do).
+ * Each kernel variant is compiled once, into a directory of the context's
+ * own that goes with it. */
+#define _GNU_SOURCE
+#include "backend.h"
+#include "emit_cuda.h"
+#include "emu_backend.h"
+#include "kernel_args.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef int (*EmuLaunchFn)(const int grid[3], int threads, int smem, void *const *args, char *err, int errlen);
+
+typedef struct EmuState {
+    char dir[4096];           /* the context's directory: headers, sources, objects */
+    char cxx[1024];
+    int nobjects;             /* objects compiled so far (their names) */
+} EmuState;
+
+typedef struct EmuVariant {
+    struct EmuVariant *next;
+    unsigned char *flags;     /* per param (CUDA_ARRAY_*) */
+    void *lib;
+    EmuLaunchFn launch;
+    int threads, smem;
+} EmuVariant;
+
+typedef struct EmuKernel {
+    EmuVariant *variants;
+} EmuKernel;
+
+static EmuState *state(tile_ctx *ctx) { return (EmuState *)ctx->backend_state; }
+
+static bool write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    bool ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+/* Removes the context's directory and what it holds (no subdirectories). */
+static void remove_dir(const char *dir) {
+    char cmd[4200];
+    if (!dir[0]) return;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "tilec: warning: could not remove %s\n", dir);
+}
+
+static tile_status emu_init(tile_ctx *ctx, int device) {
+    if (device != 0) return tile_error(ctx, TILE_ERR_NO_DEVICE, "the emu backend has one device, 0 (not %d)", device);
+    EmuState *s = calloc(1, sizeof *s);
+    if (!s) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    const char *cxx = getenv("TILEC_EMU_CXX");
+    snprintf(s->cxx, sizeof s->cxx, "%s", cxx && *cxx ? cxx : "c++");
+    if (strchr(s->cxx, '\'')) {
+        free(s);
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "TILEC_EMU_CXX may not hold a quote");
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s->dir, sizeof s->dir, "%s/tilec-emu-XXXXXX", tmp && *tmp && !strchr(tmp, '\'') ? tmp : "/tmp");
+    if (!mkdtemp(s->dir)) {
+        tile_status st = tile_error(ctx, TILE_ERR_NO_DEVICE, "emu backend: cannot make %s: %s", s->dir, strerror(errno));
+        free(s);
+        return st;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", s->dir, CUDA_DEVICE_HEADER_NAME);
+    bool ok = write_file(path, cuda_device_header);
+    snprintf(path, sizeof path, "%s/emu_device.h", s->dir);
+    ok = ok && write_file(path, emu_device_header);
+    /* the compiler runs at all (else the context fails now, not each kernel) */
+    char cmd[8400];
+    snprintf(cmd, sizeof cmd, "'%s' --version >/dev/null 2>&1", s->cxx);
+    if (!ok || system(cmd) != 0) {
+        tile_status st = ok ? tile_error(ctx, TILE_ERR_NO_DEVICE, "emu backend: no C++ compiler '%s' (set TILEC_EMU_CXX)", s->cxx)
+                            : tile_error(ctx, TILE_ERR_NO_DEVICE, "emu backend: cannot write into %s", s->dir);
+        remove_dir(s->dir);
+        free(s);
+        return st;
+    }
+    ctx->backend_state = s;
+    return TILE_OK;
+}
+
+static void emu_destroy(tile_ctx *ctx) {
+    EmuState *s = state(ctx);
+    if (!s) return;
+    remove_dir(s->dir);
+    free(s);
+    ctx->backend_state = NULL;
+}
+
+static const char *emu_device_name(tile_ctx *ctx) { return "emulated CUDA device (sm_80 code on the host)"; }
+static const char *emu_codegen_tag(tile_ctx *ctx) { return "mma.sync"; }
+
+/* The compiler's messages, at most the first 4 KiB, appended to the error. */
+static void append_log(tile_ctx *ctx, const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char buf[4097];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    tile_error_append(ctx, buf);
+}
+
+/* Compiles kernel `k` for the array facts `flags` into a shared object. */
+static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, EmuVariant **out) {
+    EmuState *s = state(ctx);
+    const IrFunc *f = k->ir;
+    Diag d;
+    diag_init(&d, k->module->name, k->module->source);
+    CudaEmitOptions opt = {0};
+    opt.array_flags = flags;
+    opt.line_directives = 1;
+    opt.host_entry = 1;
+    CudaKernelCode code;
+    if (cuda_emit(f, &opt, &code, &d) != 0) {
+        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", f->name, diag_text(&d));
+        diag_free(&d);
+        return st;
+    }
+    diag_free(&d);
+    if (code.sm90a || code.ntmaps) {
+        cuda_code_free(&code);
+        return tile_error(ctx, TILE_ERR_UNSUPPORTED, "kernel '%s': wgmma and TMA are not emulated", f->name);
+    }
+    int id = s->nobjects++;
+    char src[4200], obj[4200], log[4200], cmd[32768];
+    snprintf(src, sizeof src, "%s/k%d.cu.cpp", s->dir, id);
+    snprintf(obj, sizeof obj, "%s/k%d.so", s->dir, id);
+    snprintf(log, sizeof log, "%s/k%d.log", s->dir, id);
+    bool wrote = write_file(src, code.source);
+    int threads = code.threads, smem = code.smem_bytes;
+    cuda_code_free(&code);
+    if (!wrote) return tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': cannot write %s", f->name, src);
+    /* -fno-strict-aliasing: the kernels read floats through uint4 pointers, as
+     * CUDA allows; no _FORTIFY_SOURCE: its longjmp refuses to change stacks */
+    snprintf(cmd, sizeof cmd,
+             "'%s' -std=c++17 -O1 -fPIC -shared -w -fno-strict-aliasing -U_FORTIFY_SOURCE -I'%s' "
+             "-include '%s/emu_device.h' -o '%s' '%s' >'%s' 2>&1",
+             s->cxx, s->dir, s->dir, obj, src, log);
+    int rc = system(cmd);
+    if (rc != 0) {
+        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': the host compiler failed on %s (exit %d):",
+                                    f->name, src, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+        append_log(ctx, log);
+        return st;
+    }
+    void *lib = dlopen(obj, RTLD_NOW | RTLD_LOCAL);
+    EmuLaunchFn launch = lib ? (EmuLaunchFn)dlsym(lib, "tile_emu_launch") : NULL;
+    if (!launch) {
+        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': loading %s failed: %s", f->name, obj, dlerror());
+        if (lib) dlclose(lib);
+        return st;
+    }
+    EmuVariant *v = calloc(1, sizeof *v);
+    int np = f->nparams;
+    if (v) v->flags = malloc((size_t)(np > 0 ? np : 1));
+    if (!v || !v->flags) {
+        free(v);
+        dlclose(lib);
+        return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    }
+    memcpy(v->flags, flags, (size_t)np);
+    v->lib = lib;
+    v->launch = launch;
+    v->threads = threads;
+    v->smem = smem;
+    *out = v;
+    return TILE_OK;
+}
+
+static tile_status emu_compile(tile_ctx *ctx, tile_kernel *k) {
+    EmuKernel *ek = calloc(1, sizeof *ek);
+    if (!ek) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    k->backend_data = ek;   /* variants are compiled at launch, for their arrays' facts */
+    return TILE_OK;
+}
+
+static void emu_release_kernel(tile_ctx *ctx, tile_kernel *k) {
+    EmuKernel *ek = k->backend_data;
+    if (!ek) return;
+    for (EmuVariant *v = ek->variants; v;) {
+        EmuVariant *next = v->next;
+        dlclose(v->lib);
+        free(v->flags);
+        free(v);
+        v = next;
+    }
+    free(ek);
+    k->backend_data = NULL;
+}
+
+static tile_status emu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], const tile_launch_arg *args,
+                              int nargs, void *stream) {
+    EmuKernel *ek = k->backend_data;
+    const IrFunc *f = k->ir;
+    if (!ek) return tile_error(ctx, TILE_ERR_INTERNAL, "kernel '%s' was not compiled", f->name);
+    unsigned char flags[256];
+    if (nargs > 256) return tile_error(ctx, TILE_ERR_UNSUPPORTED, "more than 256 kernel parameters");
+    memset(flags, 0, sizeof flags);
+    for (int i = 0; i < nargs; i++)
+        if (f->params[i].kind == IRP_ARRAY) flags[i] = kernel_args_array_facts(&args[i].array);
+    EmuVariant *v = ek->variants;
+    while (v && memcmp(v->flags, flags, (size_t)nargs) != 0) v = v->next;
+    if (!v) {
+        tile_status st = build_variant(ctx, k, flags, &v);
+        if (st != TILE_OK) return st;
+        v->next = ek->variants;
+        ek->variants = v;
+    }
+    int nslots = kernel_args_slots(f);
+    uint64_t *store = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t));
+    void **params = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(void *));
+    if (!store || !params) {
+        free(store);
+        free(params);
+        return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    }
+    kernel_args_pack(f, args, store, params);
+    char err[512] = "";
+    int rc = v->launch(grid, v->threads, v->smem, params, err, (int)sizeof err);
+    free(store);
+    free(params);
+    if (rc != 0) return tile_error(ctx, TILE_ERR_LAUNCH, "kernel '%s' (emulated): %s", f->name, err);
+    return TILE_OK;
+}
+
+/* Host memory and the host's clock: the CPU backend's. */
+const tile_backend_ops *tile_emu_backend(void) {
+    static tile_backend_ops ops;
+    if (!ops.name) {
+        ops = *tile_cpu_backend();
+        ops.name = "emu";
+        ops.init = emu_init;
+        ops.destroy = emu_destroy;
+        ops.device_name = emu_device_name;
+        ops.compile = emu_compile;
+        ops.release_kernel = emu_release_kernel;
+        ops.launch = emu_launch;
+        ops.codegen_tag = emu_codegen_tag;
+        ops.multiprocessors = NULL;
+    }
+    return &ops;
+}

@@ -1,0 +1,82 @@
+/* kernel_args.c: a launch's arguments in the generated kernel's parameter
+ * types (kernel_args.h). */
+#include "kernel_args.h"
+#include "emit_cuda.h"
+
+#include <string.h>
+
+unsigned char kernel_args_array_facts(const tile_array *a) {
+    int es = tile_dtype_size(a->dtype);
+    unsigned char f = 0;
+    bool vec = a->rank > 0 && ((uintptr_t)a->data % 16) == 0 && (a->strides[a->rank - 1] == 1 || a->shape[a->rank - 1] <= 1);
+    for (int d = 0; d + 1 < a->rank && vec; d++)
+        if (a->shape[d] > 1 && (a->strides[d] * es) % 16 != 0) vec = false;
+    if (vec) f |= CUDA_ARRAY_VEC16;
+    int64_t max_off = 0;
+    bool small = true;
+    for (int d = 0; d < a->rank; d++) {
+        if (a->shape[d] <= 0) continue;
+        int64_t span;
+        if (__builtin_mul_overflow(a->shape[d] - 1, a->strides[d], &span) ||
+            __builtin_add_overflow(max_off, span, &max_off)) small = false;
+    }
+    if (small && max_off < ((int64_t)1 << 31) - 1) f |= CUDA_ARRAY_OFF32;
+    return f;
+}
+
+int kernel_args_slots(const IrFunc *f) {
+    int n = 0;
+    for (int i = 0; i < f->nparams; i++) n += f->params[i].kind == IRP_ARRAY ? 1 + 2 * f->params[i].rank : 1;
+    return n;
+}
+
+/* A scalar argument in the kernel's register type (emit_cuda.h). */
+static void pack_scalar(DType t, Scalar v, unsigned char *p) {
+    switch (t) {
+    case DT_BOOL: { bool b = v.i != 0; memcpy(p, &b, 1); break; }
+    case DT_I8: { int8_t x = (int8_t)v.i; memcpy(p, &x, 1); break; }
+    case DT_U8: { uint8_t x = (uint8_t)v.u; memcpy(p, &x, 1); break; }
+    case DT_I16: { int16_t x = (int16_t)v.i; memcpy(p, &x, 2); break; }
+    case DT_U16: { uint16_t x = (uint16_t)v.u; memcpy(p, &x, 2); break; }
+    case DT_I32: { int32_t x = (int32_t)v.i; memcpy(p, &x, 4); break; }
+    case DT_U32: { uint32_t x = (uint32_t)v.u; memcpy(p, &x, 4); break; }
+    case DT_I64: case DT_U64: memcpy(p, &v.u, 8); break;
+    case DT_F16: { uint16_t x = f64_to_f16_bits(v.f); memcpy(p, &x, 2); break; }
+    case DT_BF16: { uint16_t x = f32_to_bf16_bits((float)v.f); memcpy(p, &x, 2); break; }
+    case DT_F32: case DT_TF32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
+    case DT_F64: memcpy(p, &v.f, 8); break;
+    default: break;
+    }
+}
+
+void kernel_args_pack(const IrFunc *f, const tile_launch_arg *args, uint64_t *store, void **params) {
+    int n = 0;
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *p = &f->params[i];
+        if (p->kind == IRP_SCALAR) {
+            store[n] = 0;
+            pack_scalar(p->dtype, args[i].scalar, (unsigned char *)&store[n]);
+            params[n] = &store[n];
+            n++;
+            continue;
+        }
+        const tile_array *a = &args[i].array;
+        uint64_t ptr = (uint64_t)(uintptr_t)a->data;
+        memcpy(&store[n], &ptr, sizeof ptr);
+        params[n] = &store[n];
+        n++;
+        for (int d = 0; d < p->rank; d++) {
+            int32_t e = (int32_t)a->shape[d];
+            store[n] = 0;
+            memcpy(&store[n], &e, 4);
+            params[n] = &store[n];
+            n++;
+        }
+        for (int d = 0; d < p->rank; d++) {
+            int64_t st = a->strides[d];
+            memcpy(&store[n], &st, 8);
+            params[n] = &store[n];
+            n++;
+        }
+    }
+}
