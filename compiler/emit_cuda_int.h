@@ -209,6 +209,12 @@ typedef struct Emitter {
     bool opt_no_tma;          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
     bool opt_tr_no_hoist;     /* TILEC_TR_NO_HOIST: in-place transpositions' offsets computed in the loop
                                * (for measurements; tr_offsets) */
+    bool opt_ldsm_whole;      /* TILEC_LDSM_WHOLE: every ldmatrix address computed whole (for measurements;
+                               * ldsm_split) */
+    /* ldsm_split's offsets declared in the current k step: their expressions
+     * and variables (reset at each k step's start) */
+    const char *ldsm_key[32], *ldsm_var[32];
+    int nldsm;
     bool opt_tma_round;       /* tiles rounded to tf32 in shared memory by TMA too (TILEC_NO_TMA_ROUND=1: by cp.async) */
     int ntmaps;               /* the tensor maps this pass's TMA copies read (CudaKernelCode.tmaps) */
     CudaTensorMap tmaps[CUDA_MAX_TMAPS];

@@ -319,8 +319,28 @@ static const char *ldsm_at_sized(Emitter *E, const SmemOperand *o, const char *r
     if (!o->swizzle) return ce_fmt_str(E, "%s + (%s) * %d + %s", o->base, r, o->ld, c);
     return ce_fmt_str(E, "(const unsigned char *)%s + %s", o->base, ce_swizzle_offset(E, o->swizzle, r, c, o->rows, s));
 }
-static const char *ldsm_at(Emitter *E, const SmemOperand *o, const char *r, const char *c) {
-    return ldsm_at_sized(E, o, r, c, 2);
+/* The same address, rows `rl` + `rc` (rc an expression the emitter knows to
+ * be a multiple of 8: a fragment's 16 * mi or 8 * ni, or k0): in a swizzled
+ * buffer the XOR reads only a row's index mod 8, so the offset of rows rl
+ * plus rc times the row's bytes.  That offset is declared once a k step and
+ * shared by the loads whose rows differ by rc alone: each k step of the
+ * bf16 matmul at 128 x 128 x 64 on 4 warps computed 8 offsets whole, now 2
+ * (A's, for its 4 row blocks; B's 4 column pairs', the same every k step,
+ * which the compiler computes once).  Else (padded rows, A's xor8) the
+ * address whole (ldsm_at_sized). */
+static const char *ldsm_split(Emitter *E, const SmemOperand *o, const char *rl, const char *rc, const char *c, int s) {
+    if (!o->swizzle || o->xor8 || E->opt_ldsm_whole)
+        return ldsm_at_sized(E, o, ce_fmt_str(E, "%s + %s", rc, rl), c, s);
+    const char *off = ce_swizzle_offset(E, o->swizzle, rl, c, o->rows, s), *var = NULL;
+    for (int i = 0; i < E->nldsm && !var; i++)
+        if (strcmp(E->ldsm_key[i], off) == 0) var = E->ldsm_var[i];
+    if (!var) {
+        var = ce_fresh(E, "lo");
+        ce_out(E, "const int %s = %s;", var, off);
+        if (E->nldsm < (int)(sizeof E->ldsm_key / sizeof E->ldsm_key[0]))
+            E->ldsm_key[E->nldsm] = off, E->ldsm_var[E->nldsm++] = var;
+    }
+    return ce_fmt_str(E, "(const unsigned char *)%s + %s + (%s) * %d", o->base, var, rc, o->swizzle);
 }
 
 /* C expression: the float at stored row `r`, column `c` of tf32 operand `o`
@@ -355,20 +375,22 @@ static const char *tf32_reg(Emitter *E, const SmemOperand *o, const char *x) {
  * m0 + 16 mi of the MI a warp holds, from shared memory as `o` describes. */
 static void load_a_fragment(Emitter *E, const SmemOperand *o, int mi, int MI, int s) {
     if (s == 2) {
-        if (o->kmajor)
-            ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi,
-                ldsm_at(E, o, ce_fmt_str(E, "m0 + %d + (lane & 15)", mi * 16), "k0 + (lane >> 4) * 8"));
-        else   /* stored [K][M]: transposed 8x8 blocks */
-            ce_out(E, "tile_ldsm_x4_trans(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi,
-                ldsm_at(E, o, "k0 + (lane & 7) + (lane >> 4) * 8", ce_fmt_str(E, "m0 + %d + ((lane >> 3) & 1) * 8", mi * 16)));
+        if (o->kmajor) {
+            const char *at = ldsm_split(E, o, "m0 + (lane & 15)", ce_fmt_str(E, "%d", mi * 16), "k0 + (lane >> 4) * 8", 2);
+            ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi, at);
+        } else {   /* stored [K][M]: transposed 8x8 blocks */
+            const char *at = ldsm_split(E, o, "(lane & 7) + (lane >> 4) * 8", "k0",
+                                        ce_fmt_str(E, "m0 + %d + ((lane >> 3) & 1) * 8", mi * 16), 2);
+            ce_out(E, "tile_ldsm_x4_trans(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi, at);
+        }
         return;
     }
     /* tf32 a0..a3 = (g, q), (g + 8, q), (g, q + 4), (g + 8, q + 4): by
      * ldmatrix, 8 x 4-float matrices (rows 0-7 and 8-15, columns k0 and
      * k0 + 4), four loads in one */
     if (tf32_a_by_ldsm(E, o, MI)) {
-        ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi,
-            ldsm_at_sized(E, o, ce_fmt_str(E, "m0 + %d + (lane & 15)", mi * 16), "k0 + (lane >> 4) * 4", 4));
+        const char *at = ldsm_split(E, o, "m0 + (lane & 15)", ce_fmt_str(E, "%d", mi * 16), "k0 + (lane >> 4) * 4", 4);
+        ce_out(E, "tile_ldsm_x4(fa[%d][0], fa[%d][1], fa[%d][2], fa[%d][3], %s);", mi, mi, mi, mi, at);
         if (o->round_tf32)
             for (int r = 0; r < 4; r++)
                 ce_out(E, "fa[%d][%d] = %s;", mi, r, tf32_reg(E, o, ce_fmt_str(E, "__uint_as_float(fa[%d][%d])", mi, r)));
@@ -415,26 +437,26 @@ static int load_b_fragment(Emitter *E, const SmemOperand *o, int ni, int left, i
     bool pair = left >= 2 && ni % 2 == 0;
     if (s == 2) {
         const char *row = kperm ? "(((lane & 6) << 1) | (lane & 1) | ((lane >> 2) & 2))" : "(lane & 15)";
-        const char *krow = ce_fmt_str(E, "k0 + %s", row);
+        const char *nb = ce_fmt_str(E, "%d", ni * 8);
         if (!o->kmajor && pair)   /* stored [K][N] */
             ce_out(E, "tile_ldsm_x4_trans(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s);", ni, ni, ni + 1, ni + 1,
-                ldsm_at(E, o, krow, ce_fmt_str(E, "n0 + %d + (lane >> 4) * 8", ni * 8)));
+                ldsm_split(E, o, row, "k0", ce_fmt_str(E, "n0 + %d + (lane >> 4) * 8", ni * 8), 2));
         else if (!o->kmajor)
             ce_out(E, "tile_ldsm_x2_trans(fb[%d][0], fb[%d][1], %s);", ni, ni,
-                ldsm_at(E, o, krow, ce_fmt_str(E, "n0 + %d", ni * 8)));
+                ldsm_split(E, o, row, "k0", ce_fmt_str(E, "n0 + %d", ni * 8), 2));
         else if (pair)            /* stored [N][K] */
             ce_out(E, "tile_ldsm_x4(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s);", ni, ni, ni + 1, ni + 1,
-                ldsm_at(E, o, ce_fmt_str(E, "n0 + %d + (lane & 7) + (lane >> 4) * 8", ni * 8), "k0 + ((lane >> 3) & 1) * 8"));
+                ldsm_split(E, o, "n0 + (lane & 7) + (lane >> 4) * 8", nb, "k0 + ((lane >> 3) & 1) * 8", 2));
         else
             ce_out(E, "tile_ldsm_x2(fb[%d][0], fb[%d][1], %s);", ni, ni,
-                ldsm_at(E, o, ce_fmt_str(E, "n0 + %d + (lane & 7)", ni * 8), "k0 + ((lane >> 3) & 1) * 8"));
+                ldsm_split(E, o, "n0 + (lane & 7)", nb, "k0 + ((lane >> 3) & 1) * 8", 2));
         return pair ? 2 : 1;
     }
     /* tf32 b0, b1 = (k = q, n = g), (k = q + 4, n = g); k-permuted: k = 2q, 2q + 1 */
     if (!kperm && tf32_by_ldsm(E, o)) {
         /* stored [N][K]: ldmatrix, as A's fragments (columns k0 and k0 + 4) */
-        const char *at = ldsm_at_sized(E, o, ce_fmt_str(E, "n0 + %d + (lane & 7)%s", ni * 8, pair ? " + (lane >> 4) * 8" : ""),
-                                       "k0 + ((lane >> 3) & 1) * 4", 4);
+        const char *at = ldsm_split(E, o, pair ? "n0 + (lane & 7) + (lane >> 4) * 8" : "n0 + (lane & 7)",
+                                    ce_fmt_str(E, "%d", ni * 8), "k0 + ((lane >> 3) & 1) * 4", 4);
         if (pair) ce_out(E, "tile_ldsm_x4(fb[%d][0], fb[%d][1], fb[%d][0], fb[%d][1], %s);", ni, ni, ni + 1, ni + 1, at);
         else ce_out(E, "tile_ldsm_x2(fb[%d][0], fb[%d][1], %s);", ni, ni, at);
         int n = pair ? 2 : 1;
@@ -518,6 +540,7 @@ static void emit_mma_reg_a(Emitter *E, const IrOp *op, const char *areg, int a_l
         E->indent++;
         ce_out(E, "const int k0 = %d;", ks * kstep);
         ce_out(E, "(void)k0;");
+        E->nldsm = 0;   /* (a block of its own: no offset of ldsm_split's from before) */
         for (int mi = 0; mi < MI; mi++) {
             int base = (mi * KS + ks) * per;
             /* a_i: bit 0 of i is row + 8, bit 1 the second half of the k step;
@@ -682,6 +705,7 @@ void ce_emit_mma(Emitter *E, const IrOp *op) {
             ce_out(E, "#pragma unroll");
             ce_out(E, "for (int k0 = 0; k0 < %d; k0 += %d) {", K, kstep);
             E->indent++;
+            E->nldsm = 0;
             /* A's fragments first (16-bit: measured fastest; tf32 read a float at
              * a time: the compiler moves those loads as it likes), or by
              * ldmatrix in tf32 row by row (emit_k_step_products) */
