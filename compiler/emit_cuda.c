@@ -1912,6 +1912,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_no_tma = ce_env_flag("TILEC_NO_TMA");
     E.opt_tr_no_hoist = ce_env_flag("TILEC_TR_NO_HOIST");
     E.opt_ldsm_whole = ce_env_flag("TILEC_LDSM_WHOLE");
+    E.opt_edge_unrolled = ce_env_flag("TILEC_EDGE_UNROLLED");
     E.opt_tma_round = !ce_env_flag("TILEC_NO_TMA_ROUND");
     /* TILEC_NO_TMA_STORE=1: 16-bit tiles stored from registers as they lie
      * (for measurements; emit_cuda_store.c) */

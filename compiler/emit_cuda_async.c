@@ -660,9 +660,10 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
     /* Behind a fast path, the edge's copies one at a time: unrolled, their
      * addresses and byte counts took the registers of the loop they sit in
      * (the bf16 matmul at 128 x 128 x 64 on 4 warps, mma.sync: 255 registers
-     * and 56 bytes spilled; rolled, 218 and none; ptxas, NVRTC 13.0).  Only
-     * tiles at an array's edge take this path. */
-    ce_out(E, E->threads % cpr == 0 ? "#pragma unroll 1" : "#pragma unroll");
+     * and 56 bytes spilled; rolled, 238 and none; ptxas, NVRTC 13.0).  Only
+     * tiles at an array's edge take this path.  TILEC_EDGE_UNROLLED=1: the
+     * old code. */
+    ce_out(E, E->threads % cpr == 0 && !E->opt_edge_unrolled ? "#pragma unroll 1" : "#pragma unroll");
     ce_out(E, "for (int j = 0; j < %d; ++j) {", reps);
     E->indent++;
     ce_out(E, "const int c = (int)threadIdx.x + j * %d;", E->threads);

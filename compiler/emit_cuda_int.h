@@ -209,6 +209,8 @@ typedef struct Emitter {
     bool opt_no_tma;          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
     bool opt_tr_no_hoist;     /* TILEC_TR_NO_HOIST: in-place transpositions' offsets computed in the loop
                                * (for measurements; tr_offsets) */
+    bool opt_edge_unrolled;   /* TILEC_EDGE_UNROLLED: an edge tile's copies unrolled behind the fast path
+                               * (for measurements; issue_copy) */
     bool opt_ldsm_whole;      /* TILEC_LDSM_WHOLE: every ldmatrix address computed whole (for measurements;
                                * ldsm_split) */
     /* ldsm_split's offsets declared in the current k step: their expressions
