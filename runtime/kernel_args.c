@@ -30,32 +30,13 @@ int kernel_args_slots(const IrFunc *f) {
     return n;
 }
 
-/* A scalar argument in the kernel's register type (emit_cuda.h). */
-static void pack_scalar(DType t, Scalar v, unsigned char *p) {
-    switch (t) {
-    case DT_BOOL: { bool b = v.i != 0; memcpy(p, &b, 1); break; }
-    case DT_I8: { int8_t x = (int8_t)v.i; memcpy(p, &x, 1); break; }
-    case DT_U8: { uint8_t x = (uint8_t)v.u; memcpy(p, &x, 1); break; }
-    case DT_I16: { int16_t x = (int16_t)v.i; memcpy(p, &x, 2); break; }
-    case DT_U16: { uint16_t x = (uint16_t)v.u; memcpy(p, &x, 2); break; }
-    case DT_I32: { int32_t x = (int32_t)v.i; memcpy(p, &x, 4); break; }
-    case DT_U32: { uint32_t x = (uint32_t)v.u; memcpy(p, &x, 4); break; }
-    case DT_I64: case DT_U64: memcpy(p, &v.u, 8); break;
-    case DT_F16: { uint16_t x = f64_to_f16_bits(v.f); memcpy(p, &x, 2); break; }
-    case DT_BF16: { uint16_t x = f32_to_bf16_bits((float)v.f); memcpy(p, &x, 2); break; }
-    case DT_F32: case DT_TF32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
-    case DT_F64: memcpy(p, &v.f, 8); break;
-    default: break;
-    }
-}
-
 void kernel_args_pack(const IrFunc *f, const tile_launch_arg *args, uint64_t *store, void **params) {
     int n = 0;
     for (int i = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
-        if (p->kind == IRP_SCALAR) {
+        if (p->kind == IRP_SCALAR) {   /* its register type (emit_cuda.h) is its element's */
             store[n] = 0;
-            pack_scalar(p->dtype, args[i].scalar, (unsigned char *)&store[n]);
+            scalar_store(p->dtype, &store[n], args[i].scalar);
             params[n] = &store[n];
             n++;
             continue;
