@@ -13,9 +13,13 @@
  * are the CPU backend's (host memory, host clock).  Slow: a test tool, not
  * a way to run programs.
  *
- * The C++ compiler: $TILEC_EMU_CXX, else c++ (g++ and clang++ both do).
- * Each kernel variant is compiled once, into a directory of the context's
- * own that goes with it. */
+ * The C++ compiler: $TILEC_EMU_CXX (one program's path or name, no
+ * arguments), else c++ (g++ and clang++ both do).  Each kernel variant is
+ * compiled once, into a directory of the context's own under $TMPDIR (else
+ * /tmp; it must allow running code) that goes with the context; a process
+ * that dies leaves its directory behind.  A kernel's scheduler state is its
+ * shared object's: launches take a process-wide lock, so host threads that
+ * launch at once run one after another. */
 #define _GNU_SOURCE
 #include "backend.h"
 #include "emit_cuda.h"
@@ -24,6 +28,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +176,8 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     void *lib = dlopen(obj, RTLD_NOW | RTLD_LOCAL);
     EmuLaunchFn launch = lib ? (EmuLaunchFn)dlsym(lib, "tile_emu_launch") : NULL;
     if (!launch) {
-        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': loading %s failed: %s", f->name, obj, dlerror());
+        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': loading %s failed (TMPDIR must allow running code): %s",
+                                    f->name, obj, dlerror());
         if (lib) dlclose(lib);
         return st;
     }
@@ -241,7 +247,10 @@ static tile_status emu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], 
     }
     kernel_args_pack(f, args, store, params);
     char err[512] = "";
+    static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&one_at_a_time);
     int rc = v->launch(grid, v->threads, v->smem, params, err, (int)sizeof err);
+    pthread_mutex_unlock(&one_at_a_time);
     free(store);
     free(params);
     if (rc != 0) return tile_error(ctx, TILE_ERR_LAUNCH, "kernel '%s' (emulated): %s", f->name, err);

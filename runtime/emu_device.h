@@ -15,7 +15,8 @@
  * for the whole warp.
  *
  * What is checked, beyond the results: lanes of a warp at different
- * warp-wide instructions, and threads that can never meet (a deadlock), fail
+ * warp-wide instructions (of different kinds, or ldmatrix / mma.sync at
+ * different places in the kernel), and threads that can never meet (a deadlock), fail
  * the launch; so do ldmatrix and cp.async addresses outside the block's
  * shared memory or misaligned.  cp.async copies read global memory when
  * issued and land in shared memory only at the wait that covers them, so a
@@ -40,7 +41,8 @@
 /* ---- CUDA's keywords and types ---------------------------------------------- */
 #define __device__
 #define __global__
-#define __forceinline__ inline
+/* (each call of a warp-wide instruction stays where the kernel makes it: warp_meet tells them apart) */
+#define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 #define __align__(n)
 #define __shared__
@@ -68,7 +70,9 @@ static inline unsigned __float_as_uint(float f) { return tile_emu_bits<unsigned>
 static inline int __float_as_int(float f) { return tile_emu_bits<int>(f); }
 static inline double __longlong_as_double(long long v) { return tile_emu_bits<double>(v); }
 static inline long long __double_as_longlong(double v) { return tile_emu_bits<long long>(v); }
-static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+/* (not CUDA's name at global scope: newer C libraries declare an rsqrtf of their own) */
+static inline float tile_emu_rsqrtf(float x) { return 1.0f / sqrtf(x); }
+#define rsqrtf tile_emu_rsqrtf
 
 /* ---- the scheduler's state: one block at a time ----------------------------- */
 namespace tile_emu {
@@ -103,6 +107,7 @@ struct Slot {
 };
 struct Warp {
     int nlanes, arrived, kind;
+    const void *site;         /* where in the kernel the instruction the lanes meet at stands */
     unsigned gen;
     Slot in[32], out[32];
 };
@@ -154,14 +159,17 @@ static void fail(const char *fmt, ...) {
 }
 
 /* The lanes of this thread's warp meet at the instruction `kind` (named
- * `what`); the last to arrive runs compute(warp), which reads every lane's
- * `in` slot and writes its `out` slot.  A lane reads its `out` slot before it
- * can arrive at the next instruction, and the next compute needs every lane
- * there, so one pair of slots serves every instruction. */
-template <typename F> static void warp_meet(int kind, const char *what, F compute) {
+ * `what`) that stands at `site` in the kernel (NULL: any site, as
+ * __syncwarp and shuffles may meet from different places); the last to
+ * arrive runs compute(warp), which reads every lane's `in` slot and writes
+ * its `out` slot.  A lane reads its `out` slot before it can arrive at the
+ * next instruction, and the next compute needs every lane there, so one
+ * pair of slots serves every instruction. */
+template <typename F> static void warp_meet(int kind, const void *site, const char *what, F compute) {
     Warp &w = warps[cur->warp];
-    if (w.arrived == 0) w.kind = kind;
-    else if (w.kind != kind) fail("lanes of warp %d meet at different warp-wide instructions (%s here)", cur->warp, what);
+    if (w.arrived == 0) w.kind = kind, w.site = site;
+    else if (w.kind != kind || w.site != site)
+        fail("lanes of warp %d meet at different warp-wide instructions (%s here)", cur->warp, what);
     progress = true;
     if (++w.arrived == w.nlanes) {
         compute(w);
@@ -192,10 +200,11 @@ static inline unsigned short load16(const unsigned char *p) { unsigned short v; 
  * matrix t / 8 (8 x 8 16-bit elements, rows of 16 bytes); register i of lane
  * t gets matrix i's row t / 4, elements 2 (t % 4) and 2 (t % 4) + 1, or with
  * .trans its column t / 4, rows 2 (t % 4) and 2 (t % 4) + 1. */
-static void ldsm(int n, bool trans, unsigned *r, const void *p) {
+/* (not inlined: its return address is the call's place in the kernel, warp_meet's site) */
+__attribute__((noinline)) static void ldsm(int n, bool trans, unsigned *r, const void *p) {
     if (cur->lane < 8 * n) check_smem(p, 16, 16, "ldmatrix");
     warps[cur->warp].in[cur->lane].p = (const unsigned char *)p;
-    warp_meet(K_LDSM + 8 * n + (trans ? 64 : 0), "ldmatrix", [&](Warp &w) {
+    warp_meet(K_LDSM + 8 * n + (trans ? 64 : 0), __builtin_return_address(0), "ldmatrix", [&](Warp &w) {
         if (w.nlanes != 32) fail("ldmatrix in a warp of %d threads", w.nlanes);
         for (int t = 0; t < 32; t++)
             for (int i = 0; i < n; i++) {
@@ -242,14 +251,14 @@ static inline float bf16_to_f32(unsigned short b) { return __uint_as_float((unsi
  * 1).  B: register j holds column g, rows 2q + 8j and the next, or (tf32) q +
  * 4j.  C and D: registers 0, 1 row g, 2, 3 row g + 8, columns 2q and 2q + 1.
  * The sums are taken in double and rounded once. */
-static void mma(int kind, float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
+__attribute__((noinline)) static void mma(int kind, float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
                 unsigned a3, unsigned b0, unsigned b1) {
     Slot &s = warps[cur->warp].in[cur->lane];
     const unsigned in[6] = {a0, a1, a2, a3, b0, b1};
     for (int i = 0; i < 6; i++) s.w[i] = in[i];
     const float c[4] = {d0, d1, d2, d3};
     for (int i = 0; i < 4; i++) s.w[6 + i] = __float_as_uint(c[i]);
-    warp_meet(kind, "mma.sync", [&](Warp &w) {
+    warp_meet(kind, __builtin_return_address(0), "mma.sync", [&](Warp &w) {
         if (w.nlanes != 32) fail("mma.sync in a warp of %d threads", w.nlanes);
         const bool tf32 = kind == K_MMA_TF32;
         const int K = tf32 ? 8 : 16;
@@ -305,7 +314,7 @@ template <typename T> static T shfl(T v, int src) {
     s.w[0] = 0;
     memcpy(&s.w[0], &v, sizeof v);
     s.arg = src;
-    warp_meet(K_SHFL, "shuffle", [&](Warp &w) {
+    warp_meet(K_SHFL, NULL, "shuffle", [&](Warp &w) {
         for (int t = 0; t < w.nlanes; t++) {
             const int from = w.in[t].arg;
             w.out[t].w[0] = from >= 0 && from < w.nlanes ? w.in[from].w[0] : w.in[t].w[0];
@@ -345,7 +354,7 @@ static inline void __syncthreads() {
     cur->waits_at = NULL;
 }
 static inline void __syncwarp(unsigned = 0xffffffffu) {
-    tile_emu::warp_meet(tile_emu::K_SYNCWARP, "__syncwarp", [](tile_emu::Warp &) {});
+    tile_emu::warp_meet(tile_emu::K_SYNCWARP, NULL, "__syncwarp", [](tile_emu::Warp &) {});
 }
 template <typename T> static inline T __shfl_xor_sync(unsigned, T v, int m) {
     return tile_emu::shfl(v, (tile_emu::cur->lane ^ m) & 31);
@@ -374,7 +383,7 @@ template <typename T> static inline T atomicMin(T *p, T v) {
 }
 
 /* ---- tile_device.h's PTX wrappers, in C++ ------------------------------------- */
-#define TILE_DEV static inline
+#define TILE_DEV static inline __attribute__((always_inline))
 TILE_DEV unsigned short tile_f32_bf16(float f) { return tile_emu::f32_to_bf16(f); }
 TILE_DEV float tile_f16_f32(unsigned short h) { return tile_emu::f16_to_f32(h); }
 TILE_DEV unsigned short tile_f32_f16(float f) { return tile_emu::f64_to_f16((double)f); }
