@@ -1,5 +1,5 @@
 #!/bin/sh
-# extreme.sh MAMBA2 REL_INPUTS DIR cpu|cuda "MAMBA2 FLAGS" "INPUT FLAGS"
+# extreme.sh MAMBA2 REL_INPUTS DIR cpu|cuda|emu "MAMBA2 FLAGS" "INPUT FLAGS"
 # Writes an input folder at the numeric extremes (rel_inputs extreme), runs the
 # Mamba-2 driver on it with softplus (--check against the float64 recurrence at
 # the driver's default tolerance of the dtype), then checks that y and the
