@@ -584,8 +584,9 @@ static const char *copy_dst(Emitter *E, BufForm form, int w, const char *r, cons
 }
 
 /* cp.async of load `ld`'s tile into the buffer at byte offset `dst` (a C
- * expression relative to tile_async), indices from the values' current homes. */
-static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
+ * expression relative to tile_async), indices from the values' current homes.
+ * piped: a pipeline's copy (ahead of the iteration that reads it). */
+static void issue_copy(Emitter *E, const IrOp *ld, const char *dst, bool piped) {
     const Type *t = ce_vtype(E, ld->result);
     int s = ce_regsize(t->dtype), row, col;
     load_axes(ld, t, &row, &col);
@@ -657,13 +658,22 @@ static void issue_copy(Emitter *E, const IrOp *ld, const char *dst) {
         ce_out(E, "} else {");
         E->indent++;
     }
-    /* Behind a fast path, the edge's copies one at a time: unrolled, their
-     * addresses and byte counts took the registers of the loop they sit in
-     * (the bf16 matmul at 128 x 128 x 64 on 4 warps, mma.sync: 255 registers
-     * and 56 bytes spilled; rolled, 238 and none; ptxas, NVRTC 13.0).  Only
-     * tiles at an array's edge take this path.  TILEC_EDGE_UNROLLED=1: the
-     * old code. */
-    ce_out(E, E->threads % cpr == 0 && !E->opt_edge_unrolled ? "#pragma unroll 1" : "#pragma unroll");
+    /* An edge tile's copies, behind a fast path, one at a time where a thread
+     * has many: unrolled, their addresses and byte counts took the registers
+     * of the loop they sit in (the bf16 matmul at 128 x 128 x 64 on 4 warps,
+     * mma.sync: 255 registers and 56 bytes spilled; rolled, 238 and none; the
+     * tf32 one, its copies not pipelined, 255 and 124 bytes -> 168 and none;
+     * ptxas, NVRTC 13.0).  When was read off ptxas's reports, no rule behind
+     * it: where the kernel asks at most 2 blocks per SM (all the registers a
+     * thread may have: under a tighter bound rolled copies spilled, Mamba-2's
+     * fused compute_out with D per head at 4 blocks), and a pipeline's copies
+     * from 4 a thread (rolled, 1 or 2 made fwd_pass_state_f32 at 128-row
+     * tiles spill 8 bytes), others from 16 (rolled, ops.tile's
+     * staged_tf32_a, 8 a thread, spilled 4 bytes on sm_80).  Only tiles at an
+     * array's edge take this path.  TILEC_EDGE_UNROLLED=1: never rolled. */
+    const int asked = E->opt.max_occupancy > 0 ? E->opt.max_occupancy : E->opt.num_warps ? 0 : E->f->occupancy;
+    bool roll = E->threads % cpr == 0 && asked <= 2 && reps >= (piped ? 4 : 16) && !E->opt_edge_unrolled;
+    ce_out(E, roll ? "#pragma unroll 1" : "#pragma unroll");
     ce_out(E, "for (int j = 0; j < %d; ++j) {", reps);
     E->indent++;
     ce_out(E, "const int c = (int)threadIdx.x + j * %d;", E->threads);
@@ -854,7 +864,7 @@ static void publish(Emitter *E, const IrOp *ld, int64_t off, const char *why) {
 static void emit_single(Emitter *E, const IrOp *ld) {
     int64_t off = async_alloc(E, ld->result, tile_bytes(E, ld->result));
     ce_out(E, "__syncthreads();   /* the buffer's last readers are done */");
-    issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off));
+    issue_copy(E, ld, ce_fmt_str(E, "%lld", (long long)off), false);
     ce_out(E, "tile_cp_async_commit();");
     publish(E, ld, off, "");
 }
@@ -1067,7 +1077,7 @@ static void issue_ahead(Emitter *E, const IrOp *loop, const char *i, const char 
         if (j >= 0 && bar && E->pipe.tma[j]) {
             issue_tma(E, o, dst[j], bar, E->pipe.tma_map[j]);
         } else if (j >= 0) {
-            issue_copy(E, o, dst[j]);
+            issue_copy(E, o, dst[j], true);
             cp_async = true;
         } else if (o->result >= 0 && chain[o->result]) {
             ce_emit_op(E, o);
