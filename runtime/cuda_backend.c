@@ -281,20 +281,14 @@ static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a) {
 static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, CudaVariant **out) {
     CudaState *s = state(ctx);
     const IrFunc *f = k->ir;
-    Diag d;
-    diag_init(&d, k->module->name, k->module->source);
     CudaEmitOptions opt = {0, flags, 1, use_wgmma(s), 0, 0};
     CudaKernelCode code;
-    if (cuda_emit(f, &opt, &code, &d) != 0) {
-        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", f->name, diag_text(&d));
-        diag_free(&d);
-        return st;
-    }
-    diag_free(&d);
+    tile_status st = kernel_args_emit(ctx, k, &opt, &code);
+    if (st != TILE_OK) return st;
     if (code.smem_bytes > s->max_smem_optin) {
-        tile_status st = tile_error(ctx, TILE_ERR_COMPILE,
-                                    "kernel '%s' needs %d bytes of shared memory; the device allows %d (use smaller tiles)",
-                                    f->name, code.smem_bytes, s->max_smem_optin);
+        st = tile_error(ctx, TILE_ERR_COMPILE,
+                        "kernel '%s' needs %d bytes of shared memory; the device allows %d (use smaller tiles)",
+                        f->name, code.smem_bytes, s->max_smem_optin);
         cuda_code_free(&code);
         return st;
     }

@@ -134,19 +134,13 @@ static void append_log(tile_ctx *ctx, const char *path) {
 static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, EmuVariant **out) {
     EmuState *s = state(ctx);
     const IrFunc *f = k->ir;
-    Diag d;
-    diag_init(&d, k->module->name, k->module->source);
     CudaEmitOptions opt = {0};
     opt.array_flags = flags;
     opt.line_directives = 1;
     opt.host_entry = 1;
     CudaKernelCode code;
-    if (cuda_emit(f, &opt, &code, &d) != 0) {
-        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", f->name, diag_text(&d));
-        diag_free(&d);
-        return st;
-    }
-    diag_free(&d);
+    tile_status st = kernel_args_emit(ctx, k, &opt, &code);
+    if (st != TILE_OK) return st;
     if (code.sm90a || code.ntmaps) {
         cuda_code_free(&code);
         return tile_error(ctx, TILE_ERR_UNSUPPORTED, "kernel '%s': wgmma and TMA are not emulated", f->name);
@@ -168,16 +162,16 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
              s->cxx, s->dir, s->dir, obj, src, log);
     int rc = system(cmd);
     if (rc != 0) {
-        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': the host compiler failed on %s (exit %d):",
-                                    f->name, src, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+        st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': the host compiler failed on %s (exit %d):",
+                        f->name, src, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
         append_log(ctx, log);
         return st;
     }
     void *lib = dlopen(obj, RTLD_NOW | RTLD_LOCAL);
     EmuLaunchFn launch = lib ? (EmuLaunchFn)dlsym(lib, "tile_emu_launch") : NULL;
     if (!launch) {
-        tile_status st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': loading %s failed (TMPDIR must allow running code): %s",
-                                    f->name, obj, dlerror());
+        st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': loading %s failed (TMPDIR must allow running code): %s",
+                        f->name, obj, dlerror());
         if (lib) dlclose(lib);
         return st;
     }

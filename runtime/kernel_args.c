@@ -1,9 +1,18 @@
-/* kernel_args.c: a launch's arguments in the generated kernel's parameter
- * types (kernel_args.h). */
+/* kernel_args.c: a generated kernel's emission and a launch's arguments in
+ * its parameter types (kernel_args.h). */
 #include "kernel_args.h"
-#include "emit_cuda.h"
 
 #include <string.h>
+
+tile_status kernel_args_emit(tile_ctx *ctx, const tile_kernel *k, const CudaEmitOptions *opt, CudaKernelCode *code) {
+    Diag d;
+    diag_init(&d, k->module->name, k->module->source);
+    tile_status st = TILE_OK;
+    if (cuda_emit(k->ir, opt, code, &d) != 0)
+        st = tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s' cannot be compiled for CUDA:\n%s", k->ir->name, diag_text(&d));
+    diag_free(&d);
+    return st;
+}
 
 unsigned char kernel_args_array_facts(const tile_array *a) {
     int es = tile_dtype_size(a->dtype);
