@@ -1698,7 +1698,8 @@ static void emit_params(Emitter *E, Buf *o) {
 }
 
 /* The host's way in (CudaEmitOptions.host_entry): the kernel called with
- * the arguments as the runtime packs them, each in a slot of its own. */
+ * the arguments as the runtime packs them, each in a slot of its own, then
+ * the tensor maps. */
 static void emit_host_entry(Emitter *E, Buf *o, const char *kernel) {
     const IrFunc *f = E->f;
     ce_buf_printf(o, "\nextern \"C\" void tile_host_entry(void *const *a)\n{\n    %s(", kernel);
@@ -1714,6 +1715,7 @@ static void emit_host_entry(Emitter *E, Buf *o, const char *kernel) {
         for (int d = 0; d < p->rank; d++) ce_buf_printf(o, ", *(const int *)a[%d]", slot++);
         for (int d = 0; d < p->rank; d++) ce_buf_printf(o, ", *(const long long *)a[%d]", slot++);
     }
+    for (int k = 0; k < E->ntmaps; k++) ce_buf_printf(o, ",\n        *(const TileTensorMap *)a[%d]", slot++);
     ce_buf_printf(o, ");\n}\n");
 }
 

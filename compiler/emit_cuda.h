@@ -64,7 +64,8 @@ typedef struct CudaEmitOptions {
     /* nonzero: after the kernel, `extern "C" void tile_host_entry(void *const
      * *args)`, which calls it with the arguments a launch's kernelParams
      * would hold (the emu backend runs the kernel on the host so:
-     * runtime/emu_backend.c) */
+     * runtime/emu_backend.c); wgmma is written as calls of tile_emu_wgmma
+     * (runtime/emu_device.h), not inline PTX */
     int host_entry;
 } CudaEmitOptions;
 

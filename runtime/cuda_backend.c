@@ -383,29 +383,10 @@ static void cuda_release_kernel(tile_ctx *ctx, tile_kernel *k) {
 
 /* ---- launching ------------------------------------------------------------------------- */
 
-/* The byte strides of array `a`'s tensor map, innermost dimension first
- * (TMA's order; the last axis's is implicit), when a map can describe it
- * (emit_cuda.h, CUDA_ARRAY_TMA).  An axis of extent 1 is never stepped
- * along: it gets the smallest stride the rules allow. */
-static bool tma_strides(const tile_array *a, cuuint64_t stride[4]) {
-    int es = tile_dtype_size(a->dtype), r = a->rank;
-    if (r < 1 || r > 5 || (uintptr_t)a->data % 16 != 0 || (a->strides[r - 1] != 1 && a->shape[r - 1] > 1)) return false;
-    for (int d = 0; d < r; d++)
-        if (a->shape[d] < 1 || a->shape[d] > INT32_MAX) return false;   /* (coordinates are 32-bit) */
-    int64_t span = a->shape[r - 1] * es;   /* bytes the axes inside reach */
-    for (int d = r - 2, k = 0; d >= 0; d--, k++) {
-        int64_t sb = a->shape[d] > 1 ? a->strides[d] * es : (span + 15) / 16 * 16;
-        if (sb % 16 != 0 || sb < span || sb >= ((int64_t)1 << 40)) return false;
-        stride[k] = (cuuint64_t)sb;
-        span = sb * a->shape[d];
-    }
-    return true;
-}
-
 static unsigned char array_facts(const CudaState *s, const tile_array *a) {
     unsigned char f = kernel_args_array_facts(a);
-    cuuint64_t unused[4];
-    if (s->drv.TensorMapEncodeTiled && tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
+    uint64_t unused[4];
+    if (s->drv.TensorMapEncodeTiled && kernel_args_tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
     return f;
 }
 
@@ -434,7 +415,9 @@ static int encode_tmaps(CudaState *s, const CudaVariant *v, const tile_launch_ar
         const tile_array *a = &args[t->param].array;
         cuuint64_t dim[5], stride[4];
         cuuint32_t box[5], one[5] = {1, 1, 1, 1, 1};
-        if (!tma_strides(a, stride)) return t->param;   /* (the variant was chosen for these facts) */
+        uint64_t bytes[4];
+        if (!kernel_args_tma_strides(a, bytes)) return t->param;   /* (the variant was chosen for these facts) */
+        for (int k = 0; k + 1 < a->rank; k++) stride[k] = (cuuint64_t)bytes[k];
         for (int k = 0; k < a->rank; k++) {   /* TMA's order: innermost first */
             dim[k] = (cuuint64_t)a->shape[a->rank - 1 - k];
             box[k] = (cuuint32_t)t->box[a->rank - 1 - k];

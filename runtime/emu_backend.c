@@ -9,7 +9,8 @@
  * GPU_CHECK_BACKEND=emu, ctest -L emu).  It emits what the CUDA backend
  * emits for an sm_80 device (mma.sync, ldmatrix, cp.async, shuffles), with
  * the same specialisation on the arrays' facts (vector accesses, 32-bit
- * offsets); wgmma and TMA, sm_90a's, are not emulated.  Memory and events
+ * offsets), or with TILEC_EMU_ARCH=sm_90a for an sm_90 device (wgmma, TMA
+ * copies and mbarriers too, the tensor maps encoded here for emu_device.h).  Memory and events
  * are the CPU backend's (host memory, host clock).  Slow: a test tool, not
  * a way to run programs.
  *
@@ -40,6 +41,7 @@ typedef int (*EmuLaunchFn)(const int grid[3], int threads, int smem, void *const
 typedef struct EmuState {
     char dir[4096];           /* the context's directory: headers, sources, objects */
     char cxx[1024];
+    bool sm90a;               /* TILEC_EMU_ARCH=sm_90a: Hopper's code (wgmma), else sm_80's */
     int nobjects;             /* objects compiled so far (their names) */
 } EmuState;
 
@@ -49,6 +51,8 @@ typedef struct EmuVariant {
     void *lib;
     EmuLaunchFn launch;
     int threads, smem;
+    int ntmaps;               /* tensor maps passed after the parameters (emit_cuda.h) */
+    CudaTensorMap tmaps[CUDA_MAX_TMAPS];
 } EmuVariant;
 
 typedef struct EmuKernel {
@@ -82,6 +86,12 @@ static tile_status emu_init(tile_ctx *ctx, int device) {
         free(s);
         return tile_error(ctx, TILE_ERR_INVALID_ARG, "TILEC_EMU_CXX may not hold a quote");
     }
+    const char *arch = getenv("TILEC_EMU_ARCH");
+    if (arch && *arch && strcmp(arch, "sm_80") != 0 && strcmp(arch, "sm_90a") != 0) {
+        free(s);
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "TILEC_EMU_ARCH is '%s'; the emu backend runs sm_80 or sm_90a code", arch);
+    }
+    s->sm90a = arch && strcmp(arch, "sm_90a") == 0;
     const char *tmp = getenv("TMPDIR");
     snprintf(s->dir, sizeof s->dir, "%s/tilec-emu-XXXXXX", tmp && *tmp && !strchr(tmp, '\'') ? tmp : "/tmp");
     if (!mkdtemp(s->dir)) {
@@ -116,8 +126,12 @@ static void emu_destroy(tile_ctx *ctx) {
     ctx->backend_state = NULL;
 }
 
-static const char *emu_device_name(tile_ctx *ctx) { return "emulated CUDA device (sm_80 code on the host)"; }
-static const char *emu_codegen_tag(tile_ctx *ctx) { return "mma.sync"; }
+static const char *emu_device_name(tile_ctx *ctx) {
+    return state(ctx) && state(ctx)->sm90a ? "emulated CUDA device (sm_90a code on the host)"
+                                           : "emulated CUDA device (sm_80 code on the host)";
+}
+/* (as the CUDA backend's: programs that pick tile shapes by it see the code they get) */
+static const char *emu_codegen_tag(tile_ctx *ctx) { return state(ctx) && state(ctx)->sm90a ? "wgmma" : "mma.sync"; }
 
 /* The compiler's messages, at most the first 4 KiB, appended to the error. */
 static void append_log(tile_ctx *ctx, const char *path) {
@@ -138,20 +152,19 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     opt.array_flags = flags;
     opt.line_directives = 1;
     opt.host_entry = 1;
+    opt.target_sm90a = s->sm90a;
     CudaKernelCode code;
     tile_status st = kernel_args_emit(ctx, k, &opt, &code);
     if (st != TILE_OK) return st;
-    if (code.sm90a || code.ntmaps) {
-        cuda_code_free(&code);
-        return tile_error(ctx, TILE_ERR_UNSUPPORTED, "kernel '%s': wgmma and TMA are not emulated", f->name);
-    }
     int id = s->nobjects++;
     char src[4200], obj[4200], log[4200], cmd[32768];
     snprintf(src, sizeof src, "%s/k%d.cu.cpp", s->dir, id);
     snprintf(obj, sizeof obj, "%s/k%d.so", s->dir, id);
     snprintf(log, sizeof log, "%s/k%d.log", s->dir, id);
     bool wrote = write_file(src, code.source);
-    int threads = code.threads, smem = code.smem_bytes;
+    int threads = code.threads, smem = code.smem_bytes, ntmaps = code.ntmaps;
+    CudaTensorMap tmaps[CUDA_MAX_TMAPS];
+    memcpy(tmaps, code.tmaps, sizeof tmaps);
     cuda_code_free(&code);
     if (!wrote) return tile_error(ctx, TILE_ERR_COMPILE, "kernel '%s': cannot write %s", f->name, src);
     /* -fno-strict-aliasing: the kernels read floats through uint4 pointers, as
@@ -188,6 +201,8 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     v->launch = launch;
     v->threads = threads;
     v->smem = smem;
+    v->ntmaps = ntmaps;
+    memcpy(v->tmaps, tmaps, sizeof tmaps);
     *out = v;
     return TILE_OK;
 }
@@ -213,6 +228,38 @@ static void emu_release_kernel(tile_ctx *ctx, tile_kernel *k) {
     k->backend_data = NULL;
 }
 
+/* Array `a`'s facts; the tensor map's where sm_90a code is emulated and a
+ * map can describe the array (as the CUDA backend's, so the same code). */
+static unsigned char array_facts(const EmuState *s, const tile_array *a) {
+    unsigned char f = kernel_args_array_facts(a);
+    uint64_t unused[4];
+    if (s->sm90a && kernel_args_tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
+    return f;
+}
+
+/* Tensor map `t` of array `a` as emu_device.h reads it (its TileTensorMap
+ * words): 0 the base, 1 rank | element bytes << 8 | swizzle bytes << 16, 2..6
+ * the extents, 7..10 the byte strides of axes 1.. (all innermost first, as
+ * TMA's coordinates), 11..15 the box.  The driver's rules for a map are
+ * checked as cuTensorMapEncodeTiled checks them. */
+static bool encode_tmap(const CudaTensorMap *t, const tile_array *a, unsigned long long words[16]) {
+    uint64_t stride[4];
+    int r = a->rank;
+    if (!kernel_args_tma_strides(a, stride)) return false;
+    memset(words, 0, 16 * sizeof *words);
+    words[0] = (unsigned long long)(uintptr_t)a->data;
+    words[1] = (unsigned long long)r | (unsigned long long)t->elem_bytes << 8 | (unsigned long long)t->swizzle << 16;
+    for (int k = 0; k < r; k++) {
+        int box = t->box[r - 1 - k];
+        if (box < 1 || box > 256) return false;
+        words[2 + k] = (unsigned long long)a->shape[r - 1 - k];
+        words[11 + k] = (unsigned long long)box;
+        if (k + 1 < r) words[7 + k] = stride[k];
+    }
+    int inner = t->box[r - 1] * t->elem_bytes;
+    return inner % 16 == 0 && (!t->swizzle || inner <= t->swizzle);
+}
+
 static tile_status emu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], const tile_launch_arg *args,
                               int nargs, void *stream) {
     EmuKernel *ek = k->backend_data;
@@ -222,7 +269,7 @@ static tile_status emu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], 
     if (nargs > 256) return tile_error(ctx, TILE_ERR_UNSUPPORTED, "more than 256 kernel parameters");
     memset(flags, 0, sizeof flags);
     for (int i = 0; i < nargs; i++)
-        if (f->params[i].kind == IRP_ARRAY) flags[i] = kernel_args_array_facts(&args[i].array);
+        if (f->params[i].kind == IRP_ARRAY) flags[i] = array_facts(state(ctx), &args[i].array);
     EmuVariant *v = ek->variants;
     while (v && memcmp(v->flags, flags, (size_t)nargs) != 0) v = v->next;
     if (!v) {
@@ -233,13 +280,23 @@ static tile_status emu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], 
     }
     int nslots = kernel_args_slots(f);
     uint64_t *store = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t));
-    void **params = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(void *));
+    void **params = calloc((size_t)(nslots + v->ntmaps > 0 ? nslots + v->ntmaps : 1), sizeof(void *));
     if (!store || !params) {
         free(store);
         free(params);
         return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
     }
     kernel_args_pack(f, args, store, params);
+    _Alignas(64) unsigned long long maps[CUDA_MAX_TMAPS][16];   /* (TileTensorMap's alignment) */
+    for (int m = 0; m < v->ntmaps; m++) {
+        if (!encode_tmap(&v->tmaps[m], &args[v->tmaps[m].param].array, maps[m])) {
+            free(store);
+            free(params);
+            return tile_error(ctx, TILE_ERR_LAUNCH, "kernel '%s': the tensor map of parameter %d breaks the driver's rules",
+                              f->name, v->tmaps[m].param);
+        }
+        params[nslots + m] = maps[m];
+    }
     char err[512] = "";
     static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&one_at_a_time);

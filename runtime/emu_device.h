@@ -21,9 +21,13 @@
  * shared memory or misaligned.  cp.async copies read global memory when
  * issued and land in shared memory only at the wait that covers them, so a
  * read before its wait sees old data.  Shared memory starts each block as
- * 0xff bytes (NaN as floats).  Not emulated: wgmma, TMA and mbarriers (the
- * emu backend compiles for mma.sync, without them); races between threads
- * that meet at no barrier (the fibers take turns only where they wait). */
+ * 0xff bytes (NaN as floats).  wgmma (sm_90a code, TILEC_EMU_ARCH): the
+ * threads of a warp group meet at each of its instructions, and a product is
+ * computed at the wait that covers it.  TMA: a copy into shared memory reads
+ * global memory when issued and lands when a thread waits on its mbarrier; a
+ * store reads shared memory at its bulk group's wait.  Not emulated: races
+ * between threads that meet at no barrier (the fibers take turns only where
+ * they wait). */
 #ifndef TILE_EMU_DEVICE_H
 #define TILE_EMU_DEVICE_H
 #define TILE_HOST_EMULATION 1
@@ -37,6 +41,7 @@
 #include <cstring>
 #include <sys/mman.h>
 #include <ucontext.h>
+#include <vector>
 
 /* ---- CUDA's keywords and types ---------------------------------------------- */
 #define __device__
@@ -158,6 +163,22 @@ static void fail(const char *fmt, ...) {
     for (;;) yield();
 }
 
+/* The n threads of a party (a Warp or a WarpGroup: arrived, gen) meet: the
+ * last to arrive runs compute(party), the others wait until it has. */
+template <typename P, typename F> static void meet(P &party, int n, const char *what, F compute) {
+    progress = true;
+    if (++party.arrived == n) {
+        compute(party);
+        party.arrived = 0;
+        party.gen++;
+        return;
+    }
+    unsigned gen = party.gen;
+    cur->waits_at = what;
+    while (party.gen == gen) yield();
+    cur->waits_at = NULL;
+}
+
 /* The lanes of this thread's warp meet at the instruction `kind` (named
  * `what`) that stands at `site` in the kernel (NULL: any site, as
  * __syncwarp and shuffles may meet from different places); the last to
@@ -170,17 +191,7 @@ template <typename F> static void warp_meet(int kind, const void *site, const ch
     if (w.arrived == 0) w.kind = kind, w.site = site;
     else if (w.kind != kind || w.site != site)
         fail("lanes of warp %d meet at different warp-wide instructions (%s here)", cur->warp, what);
-    progress = true;
-    if (++w.arrived == w.nlanes) {
-        compute(w);
-        w.arrived = 0;
-        w.gen++;
-        return;
-    }
-    unsigned gen = w.gen;
-    cur->waits_at = what;
-    while (w.gen == gen) yield();
-    cur->waits_at = NULL;
+    meet(w, w.nlanes, what, compute);
 }
 
 static void check_smem(const void *p, int bytes, int align, const char *what) {
@@ -304,6 +315,261 @@ __attribute__((noinline)) static void mma(int kind, float &d0, float &d1, float 
     d1 = __uint_as_float((unsigned)o.w[1]);
     d2 = __uint_as_float((unsigned)o.w[2]);
     d3 = __uint_as_float((unsigned)o.w[3]);
+}
+
+/* ---- wgmma: sm_90a's products of a warp group (4 warps, 128 threads) ---------- */
+/* The threads of a warp group meet as a warp's lanes do (warp_meet); `arg`
+ * is this thread's operands, read by the last to arrive. */
+struct WarpGroup;
+template <typename F> static void group_meet(int kind, const void *site, const char *what, const void *arg, F compute);
+
+/* A product issued and not yet waited for: its operands' descriptors,
+ * register A's words and the accumulators' addresses, thread by thread.  It
+ * is computed at the wait that covers it, as the hardware may: shared
+ * memory overwritten or accumulators read before that wait show. */
+struct WgProduct {
+    int type, cols;               /* type: 0 bf16, 1 f16, 2 tf32 */
+    uint64_t da, db;              /* da unused with A in registers */
+    bool a_regs, ta, tb;          /* ta, tb: M- or N-major (the instruction's transpose immediates) */
+    unsigned group;               /* the commit group it belongs to */
+    std::vector<float *> acc;     /* thread t's register r: acc[t * cols / 2 + r] */
+    std::vector<unsigned> afrag;  /* thread t's word j: afrag[4 t + j] */
+};
+struct WarpGroup {
+    int arrived, kind;
+    const void *site;
+    unsigned gen;
+    const void *arg[128];
+    unsigned committed;           /* commit groups so far */
+    std::vector<WgProduct> pending;
+};
+static WarpGroup groups[MAX_THREADS / 128];
+enum { K_WG_MMA = 100, K_WG_FENCE, K_WG_COMMIT, K_WG_WAIT };
+
+template <typename F> static void group_meet(int kind, const void *site, const char *what, const void *arg, F compute) {
+    if (nthreads % 128 != 0) fail("%s in a block of %d threads (not whole warp groups)", what, nthreads);
+    WarpGroup &g = groups[cur->tid.x / 128];
+    if (g.arrived == 0) g.kind = kind, g.site = site;
+    else if (g.kind != kind || g.site != site)
+        fail("threads of warp group %u meet at different warp-group instructions (%s here)", cur->tid.x / 128, what);
+    g.arg[cur->tid.x % 128] = arg;
+    meet(g, 128, what, compute);
+}
+
+/* Element (i, k) of an operand in shared memory (i: A's row or B's column)
+ * as its descriptor places it, by wgmma's canonical layouts (PTX ISA, "Shared
+ * Memory Matrix Layout"), in 16-byte units T = 16 / size elements:
+ *   K-major, no swizzle: 8 x 16-byte core matrices of 128 contiguous bytes,
+ *     8 rows of i apart by sbo, 16 bytes of k apart by lbo;
+ *   K-major, swizzled rows of W bytes: row i at (i / 8) sbo + (i % 8) W, k
+ *     within the row (an instruction's 32 bytes of K lie in one);
+ *   M- or N-major, no swizzle: 8 rows of k apart by lbo, 16 bytes of i apart by sbo;
+ *   M- or N-major, swizzled: panels of W bytes of i apart by lbo, 8 rows of
+ *     k apart by sbo, row k % 8 at (k % 8) W within them;
+ * then the swizzle: the address's 16-byte index within its W bytes XORed
+ * with its bits 7 and up (the row mod W / 16). */
+static const unsigned char *wg_element(uint64_t desc, bool mn_major, int i, int k, int size) {
+    const unsigned start = (unsigned)(desc & 0x3fff) << 4, lbo = (unsigned)((desc >> 16) & 0x3fff) << 4,
+                   sbo = (unsigned)((desc >> 32) & 0x3fff) << 4;
+    const int layout = (int)(desc >> 62), W = layout == 1 ? 128 : layout == 2 ? 64 : layout == 3 ? 32 : 0, T = 16 / size;
+    unsigned off;
+    if (!mn_major) off = W ? (i / 8) * sbo + (i % 8) * W + k * size : (i / 8) * sbo + (k / T) * lbo + (i % 8) * 16 + (k % T) * size;
+    else if (!W) off = (k / 8) * lbo + (i / T) * sbo + (k % 8) * 16 + (i % T) * size;
+    else off = (i / (W / size)) * lbo + (k / 8) * sbo + (k % 8) * W + (i % (W / size)) * size;
+    unsigned addr = start + off;
+    if (W) addr ^= ((addr >> 7) & (unsigned)(W / 16 - 1)) << 4;
+    if (addr + (unsigned)size > (unsigned)smem_used)
+        fail("wgmma: an operand's element (%d, %d) at shared offset %u, past the block's %d bytes", i, k, addr, smem_used);
+    return tile_smem + addr;
+}
+static double wg_value(const unsigned char *p, int type) {
+    if (type == 2) return __uint_as_float(load32(p) & 0xffffe000u);   /* tf32: the low 13 bits unread */
+    return type == 0 ? bf16_to_f32(load16(p)) : f16_to_f32(load16(p));
+}
+
+/* D (64 x cols) += A (64 x K) B (K x cols), in double, rounded once.  Warp w
+ * of the group holds D's rows 16 w.. and, from registers, A's, as mma.sync
+ * does for its 16 rows: D's register 4 j + r is row g + 8 (r >> 1), column 8 j
+ * + 2 q + (r & 1) (g = lane / 4, q = lane % 4). */
+static void wg_compute(const WgProduct &p) {
+    const int K = p.type == 2 ? 8 : 16, size = p.type == 2 ? 4 : 2, N = p.cols;
+    static double A[64][16], B[256][16];
+    for (int m = 0; m < 64; m++)
+        for (int k = 0; k < K; k++) {
+            if (!p.a_regs) {
+                A[m][k] = wg_value(wg_element(p.da, p.ta, m, k, size), p.type);
+                continue;
+            }
+            const int w = m / 16, g = m % 8, hi = (m % 16) / 8;   /* row g + 8 hi of warp w */
+            int t, j, half = 0;
+            if (p.type == 2) t = 32 * w + 4 * g + k % 4, j = hi + 2 * (k / 4);
+            else t = 32 * w + 4 * g + (k % 8) / 2, j = hi + 2 * (k / 8), half = k % 2;
+            const unsigned v = p.afrag[4 * t + j];
+            if (p.type == 2) A[m][k] = __uint_as_float(v & 0xffffe000u);
+            else {
+                const unsigned short x = (unsigned short)(v >> (16 * half));
+                A[m][k] = p.type == 0 ? bf16_to_f32(x) : f16_to_f32(x);
+            }
+        }
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) B[n][k] = wg_value(wg_element(p.db, p.tb, n, k, size), p.type);
+    for (int t = 0; t < 128; t++) {
+        const int w = t / 32, g = (t % 32) / 4, q = t % 4;
+        for (int r = 0; r < N / 2; r++) {
+            const int row = 16 * w + g + 8 * ((r % 4) >> 1), col = 8 * (r / 4) + 2 * q + (r & 1);
+            float *d = p.acc[(size_t)t * (N / 2) + r];
+            double sum = *d;
+            for (int k = 0; k < K; k++) sum += A[row][k] * B[col][k];
+            *d = (float)sum;
+        }
+    }
+}
+
+struct WgArgs {
+    float *const *acc;
+    const unsigned *afrag;
+    uint64_t da, db;
+};
+/* (not inlined: its return address is the call's place in the kernel, group_meet's site) */
+__attribute__((noinline)) static void wgmma(const char *type, int cols, float *const *acc, const unsigned *afrag,
+                                            uint64_t da, uint64_t db, int ta, int tb) {
+    const WgArgs mine = {acc, afrag, da, db};
+    group_meet(K_WG_MMA, __builtin_return_address(0), "wgmma.mma_async", &mine, [&](WarpGroup &g) {
+        WgProduct p;
+        p.type = !strcmp(type, "bf16") ? 0 : !strcmp(type, "f16") ? 1 : 2;
+        p.cols = cols;
+        p.da = da, p.db = db, p.a_regs = afrag != NULL, p.ta = ta != 0, p.tb = tb != 0;
+        if (cols % 8 != 0 || cols < 8 || cols > 256) fail("wgmma: n%d", cols);
+        p.group = g.committed;
+        p.acc.resize((size_t)128 * (cols / 2));
+        if (p.a_regs) p.afrag.resize(4 * 128);
+        for (int t = 0; t < 128; t++) {
+            const WgArgs *x = (const WgArgs *)g.arg[t];
+            if (x->db != db || (!p.a_regs && x->da != da))
+                fail("wgmma: the threads of warp group %u give different descriptors", cur->tid.x / 128);
+            memcpy(&p.acc[(size_t)t * (cols / 2)], x->acc, sizeof(float *) * (size_t)(cols / 2));
+            if (p.a_regs) memcpy(&p.afrag[4 * t], x->afrag, 4 * sizeof(unsigned));
+        }
+        g.pending.push_back(std::move(p));
+    });
+}
+
+/* wgmma.wait_group n: every product of a group older than the n latest
+ * committed is computed, in the order issued. */
+static void wg_wait(unsigned n) {
+    group_meet(K_WG_WAIT + 8 * (int)n, NULL, "wgmma.wait_group", NULL, [&](WarpGroup &g) {
+        size_t kept = 0;
+        for (size_t i = 0; i < g.pending.size(); i++) {
+            if (g.pending[i].group + n < g.committed) wg_compute(g.pending[i]);
+            else if (kept++ != i) g.pending[kept - 1] = std::move(g.pending[i]);   /* (a vector moved onto itself empties) */
+        }
+        g.pending.resize(kept);
+    });
+}
+
+/* ---- TMA and mbarriers (sm_90a) ---------------------------------------------- */
+} // namespace tile_emu
+struct TileTensorMap;   /* (tile_device.h's: 16 words, read here as TmaBox) */
+namespace tile_emu {
+/* A tensor map as emu_backend.c encodes it into TileTensorMap's 16 words:
+ * 0 the base, 1 rank | element bytes << 8 | swizzle bytes << 16, 2..6 the
+ * extents, 7..10 the byte strides of axes 1.., 11..15 the box (innermost first). */
+struct TmaBox {
+    unsigned long long w[16];
+    int rank() const { return (int)(w[1] & 0xff); }
+    int elem() const { return (int)((w[1] >> 8) & 0xff); }
+    int swizzle() const { return (int)(w[1] >> 16); }
+    long long box_elems() const {
+        long long n = 1;
+        for (int k = 0; k < rank(); k++) n *= (long long)w[11 + k];
+        return n;
+    }
+};
+
+/* Calls visit(global address or NULL where outside the array, shared
+ * offset) for each element of the box at coordinates c (innermost first),
+ * the box laid out in shared memory from `dst` row by row, innermost
+ * contiguous, and its addresses swizzled as wgmma's (wg_element). */
+template <typename F> static void tma_each(const TmaBox &m, unsigned dst, const int *c, F visit) {
+    const int r = m.rank(), es = m.elem(), W = m.swizzle();
+    if (W && (long long)m.w[11] * es != W) fail("TMA: a swizzled box's rows of %lld bytes, not %d (not emulated)", (long long)m.w[11] * es, W);
+    if (dst % (W ? 8u * (unsigned)W : 128u) != 0) fail("TMA: shared offset %u misaligned for the box", dst);
+    long long idx[5] = {0, 0, 0, 0, 0};
+    for (long long e = 0, n = m.box_elems(); e < n; e++) {
+        bool inside = true;
+        long long off = 0;
+        for (int k = 0; k < r; k++) {
+            const long long x = (long long)c[k] + idx[k];
+            inside = inside && x >= 0 && x < (long long)m.w[2 + k];
+            off += x * (k ? (long long)m.w[6 + k] : es);
+        }
+        unsigned addr = dst + (unsigned)(e * es);
+        if (W) addr ^= ((addr >> 7) & (unsigned)(W / 16 - 1)) << 4;
+        if (addr + (unsigned)es > (unsigned)smem_used) fail("TMA: the box reaches past the block's %d bytes of shared memory", smem_used);
+        visit(inside ? (unsigned char *)(uintptr_t)m.w[0] + off : (unsigned char *)NULL, addr);
+        for (int k = 0; k < r && ++idx[k] == (long long)m.w[11 + k]; k++) idx[k] = 0;
+    }
+}
+
+/* An mbarrier: arrivals still expected this phase, and the bytes of TMA
+ * copies.  The copies read global memory when issued and land in shared
+ * memory when a thread waits on the barrier, each completing its bytes. */
+struct TmaLoad {
+    std::vector<unsigned> addr;
+    std::vector<unsigned char> data;
+    int es;
+};
+struct MBar {
+    unsigned count, left, phase;
+    long long tx;
+    std::vector<TmaLoad> loads;
+};
+static std::vector<std::pair<unsigned, MBar>> mbars;   /* by shared offset; few a block */
+
+static MBar &mbar_at(const void *bar, const char *what) {
+    const unsigned off = (unsigned)((const unsigned char *)bar - tile_smem);
+    for (auto &b : mbars)
+        if (b.first == off) return b.second;
+    fail("%s: shared offset %u holds no mbarrier", what, off);
+    return mbars[0].second;   /* (not reached) */
+}
+static void mbar_settle(MBar &m) {
+    if (m.tx < 0) fail("mbarrier: TMA copies completed more bytes than were expected");
+    if (m.left == 0 && m.tx == 0) m.phase++, m.left = m.count;
+}
+static void mbar_land(MBar &m) {
+    for (TmaLoad &l : m.loads) {
+        for (size_t i = 0; i < l.addr.size(); i++) memcpy(tile_smem + l.addr[i], &l.data[i * (size_t)l.es], (size_t)l.es);
+        m.tx -= (long long)l.addr.size() * l.es;
+    }
+    m.loads.clear();
+}
+
+/* A TMA store waiting in this thread's bulk group `group`: shared memory is
+ * read when the group is waited for (or the thread ends). */
+struct TmaStore {
+    TmaBox map;
+    unsigned src, group;
+    int c[5];
+};
+static std::vector<TmaStore> stores[MAX_THREADS];
+static unsigned bulk_groups[MAX_THREADS];
+
+static void stores_run(bool all) {
+    std::vector<TmaStore> &v = stores[cur->tid.x];
+    size_t kept = 0;
+    for (size_t i = 0; i < v.size(); i++) {
+        const TmaStore &st = v[i];
+        if (all || st.group < bulk_groups[cur->tid.x]) {
+            const int es = st.map.elem();
+            tma_each(st.map, st.src, st.c, [&](unsigned char *g, unsigned a) {
+                if (g) memcpy(g, tile_smem + a, (size_t)es);
+            });
+        } else if (kept++ != i) {
+            v[kept - 1] = v[i];
+        }
+    }
+    v.resize(kept);
 }
 
 /* A shuffle: every lane reads lane `src`'s value (its own where src lies
@@ -465,6 +731,109 @@ TILE_DEV void tile_cp_async_wait_all() {
     tile_emu::cur->open_group++;   /* wait_all: the uncommitted copies too */
     tile_emu::copies_land(0);
 }
+TILE_DEV unsigned tile_smem_addr(const void *p) { return (unsigned)((const unsigned char *)p - tile_smem); }
+TILE_DEV void tile_wgmma_fence() {
+    tile_emu::group_meet(tile_emu::K_WG_FENCE, NULL, "wgmma.fence", NULL, [](tile_emu::WarpGroup &) {});
+}
+/* (the products write the accumulators through their addresses, at a wait: nothing to order here) */
+TILE_DEV void tile_wgmma_fence_operand(float &) {}
+TILE_DEV void tile_wgmma_fence_operand(unsigned &) {}
+TILE_DEV void tile_wgmma_commit() {
+    tile_emu::group_meet(tile_emu::K_WG_COMMIT, NULL, "wgmma.commit_group", NULL,
+                         [](tile_emu::WarpGroup &g) { g.committed++; });
+}
+TILE_DEV void tile_wgmma_wait0() { tile_emu::wg_wait(0); }
+TILE_DEV void tile_wgmma_wait1() { tile_emu::wg_wait(1); }
+/* (one thread runs at a time and every write lands at once: no proxies to order) */
+TILE_DEV void tile_fence_proxy_async() {}
+/* The product the emitter writes as wgmma.mma_async in inline PTX
+ * (emit_cuda_wgmma.c, CudaEmitOptions.host_entry): A from shared memory
+ * (afrag NULL, da its descriptor) or registers (afrag, this thread's 4 words). */
+TILE_DEV void tile_emu_wgmma(const char *type, int cols, float *const *acc, const unsigned *afrag,
+                             unsigned long long da, unsigned long long db, int ta, int tb) {
+    tile_emu::wgmma(type, cols, acc, afrag, da, db, ta, tb);
+}
+TILE_DEV void tile_fence_proxy_async_all() {}
+TILE_DEV int tile_tma_coord(long long c) {
+    return c < -2147483647LL - 1 ? (int)(-2147483647LL - 1) : c > 2147483647LL ? 2147483647 : (int)c;
+}
+TILE_DEV void tile_mbar_init(void *bar, unsigned count) {
+    using namespace tile_emu;
+    check_smem(bar, 8, 8, "mbarrier.init");
+    const unsigned off = (unsigned)((unsigned char *)bar - tile_smem);
+    for (auto &b : mbars)
+        if (b.first == off) fail("mbarrier.init of a barrier in use (shared offset %u)", off);
+    if (count < 1) fail("mbarrier.init with a count of 0");
+    mbars.push_back({off, MBar{count, count, 0, 0, {}}});
+    progress = true;
+}
+TILE_DEV void tile_mbar_init_fence() {}
+TILE_DEV void tile_mbar_inval(void *bar) {
+    using namespace tile_emu;
+    MBar &m = mbar_at(bar, "mbarrier.inval");
+    if (!m.loads.empty()) fail("mbarrier.inval with TMA copies in flight on it");
+    const unsigned off = (unsigned)((unsigned char *)bar - tile_smem);
+    for (size_t i = 0; i < mbars.size(); i++)
+        if (mbars[i].first == off) {
+            mbars.erase(mbars.begin() + (long)i);
+            break;
+        }
+}
+TILE_DEV void tile_mbar_expect(void *bar, unsigned bytes) {
+    using namespace tile_emu;
+    MBar &m = mbar_at(bar, "mbarrier.arrive.expect_tx");
+    if (m.left == 0) fail("mbarrier: more arrivals than its count");
+    m.tx += bytes;
+    m.left--;
+    mbar_settle(m);
+    progress = true;
+}
+/* (the copies on the barrier land first: a wait is where they may show) */
+TILE_DEV void tile_mbar_wait(void *bar, unsigned parity) {
+    using namespace tile_emu;
+    for (;;) {
+        MBar &m = mbar_at(bar, "mbarrier.try_wait");
+        if (!m.loads.empty()) {
+            mbar_land(m);
+            mbar_settle(m);
+            progress = true;
+        }
+        if ((m.phase & 1) != (parity & 1)) return;
+        cur->waits_at = "mbarrier.try_wait";
+        yield();
+        cur->waits_at = NULL;
+    }
+}
+template <typename... C> static void tile_tma_load(void *smem, const TileTensorMap *map, void *bar, C... coords) {
+    using namespace tile_emu;
+    const int c[] = {coords...};
+    TmaBox m;
+    memcpy(m.w, map, sizeof m.w);
+    if (m.rank() != (int)sizeof...(coords)) fail("TMA load: %d coordinates for a map of rank %d", (int)sizeof...(coords), m.rank());
+    MBar &b = mbar_at(bar, "TMA load");
+    TmaLoad l;
+    l.es = m.elem();
+    tma_each(m, (unsigned)((unsigned char *)smem - tile_smem), c, [&](const unsigned char *g, unsigned a) {
+        l.addr.push_back(a);
+        for (int i = 0; i < l.es; i++) l.data.push_back(g ? g[i] : 0);
+    });
+    b.loads.push_back(std::move(l));
+    progress = true;
+}
+template <typename... C> static void tile_tma_store(void *smem, const TileTensorMap *map, C... coords) {
+    using namespace tile_emu;
+    TmaStore st;
+    memcpy(st.map.w, map, sizeof st.map.w);
+    if (st.map.rank() != (int)sizeof...(coords)) fail("TMA store: %d coordinates for a map of rank %d", (int)sizeof...(coords), st.map.rank());
+    const int c[] = {coords...};
+    for (int k = 0; k < 5; k++) st.c[k] = k < (int)sizeof...(coords) ? c[k] : 0;
+    st.src = (unsigned)((unsigned char *)smem - tile_smem);
+    st.group = bulk_groups[cur->tid.x];
+    stores[cur->tid.x].push_back(st);
+}
+TILE_DEV void tile_bulk_commit() { tile_emu::bulk_groups[tile_emu::cur->tid.x]++; }
+TILE_DEV void tile_bulk_wait_read() { tile_emu::stores_run(false); }
+TILE_DEV void tile_bulk_wait() { tile_emu::stores_run(false); }
 TILE_DEV void tile_mma_m16n8k16_bf16(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1,
                                      unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
     tile_emu::mma(tile_emu::K_MMA_BF16, d0, d1, d2, d3, a0, a1, a2, a3, b0, b1);
@@ -487,6 +856,7 @@ namespace tile_emu {
 /* A thread that returns no longer counts at __syncthreads (as bar.sync). */
 static void fiber_main() {
     tile_host_entry(params);
+    stores_run(true);   /* (TMA stores not waited for still complete) */
     cur->done = true;
     progress = true;
     if (--alive > 0 && bar_arrived == alive) {
@@ -501,6 +871,13 @@ static bool run_block() {
     memset(tile_smem, 0xff, (size_t)smem_used);
     bar_arrived = 0;
     alive = nthreads;
+    mbars.clear();
+    for (int t = 0; t < nthreads; t++) stores[t].clear(), bulk_groups[t] = 0;
+    for (WarpGroup &g : groups) {   /* (products never waited for, left by the last block, are dropped) */
+        g.arrived = 0;
+        g.committed = 0;
+        g.pending.clear();
+    }
     for (int w = 0; w * 32 < nthreads; w++) {
         warps[w].nlanes = nthreads - 32 * w < 32 ? nthreads - 32 * w : 32;
         warps[w].arrived = 0;

@@ -33,6 +33,25 @@ unsigned char kernel_args_array_facts(const tile_array *a) {
     return f;
 }
 
+/* The byte strides of array `a`'s tensor map, innermost dimension first
+ * (TMA's order; the last axis's is implicit), when a map can describe it
+ * (emit_cuda.h, CUDA_ARRAY_TMA).  An axis of extent 1 is never stepped
+ * along: it gets the smallest stride the rules allow. */
+bool kernel_args_tma_strides(const tile_array *a, uint64_t stride[4]) {
+    int es = tile_dtype_size(a->dtype), r = a->rank;
+    if (r < 1 || r > 5 || (uintptr_t)a->data % 16 != 0 || (a->strides[r - 1] != 1 && a->shape[r - 1] > 1)) return false;
+    for (int d = 0; d < r; d++)
+        if (a->shape[d] < 1 || a->shape[d] > INT32_MAX) return false;   /* (coordinates are 32-bit) */
+    int64_t span = a->shape[r - 1] * es;   /* bytes the axes inside reach */
+    for (int d = r - 2, k = 0; d >= 0; d--, k++) {
+        int64_t sb = a->shape[d] > 1 ? a->strides[d] * es : (span + 15) / 16 * 16;
+        if (sb % 16 != 0 || sb < span || sb >= ((int64_t)1 << 40)) return false;
+        stride[k] = (uint64_t)sb;
+        span = sb * a->shape[d];
+    }
+    return true;
+}
+
 int kernel_args_slots(const IrFunc *f) {
     int n = 0;
     for (int i = 0; i < f->nparams; i++) n += f->params[i].kind == IRP_ARRAY ? 1 + 2 * f->params[i].rank : 1;

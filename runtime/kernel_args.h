@@ -13,9 +13,14 @@
 tile_status kernel_args_emit(tile_ctx *ctx, const tile_kernel *k, const CudaEmitOptions *opt, CudaKernelCode *code);
 
 /* The facts of array `a` that specialise a kernel (emit_cuda.h):
- * CUDA_ARRAY_VEC16 and CUDA_ARRAY_OFF32; a tensor map's fact is the CUDA
- * backend's to add. */
+ * CUDA_ARRAY_VEC16 and CUDA_ARRAY_OFF32; a tensor map's fact is the
+ * backend's to add (kernel_args_tma_strides, where it can make maps). */
 unsigned char kernel_args_array_facts(const tile_array *a);
+
+/* The byte strides of array `a`'s tensor map, innermost dimension first
+ * (TMA's order; the last axis's is implicit), when a map can describe it
+ * (emit_cuda.h, CUDA_ARRAY_TMA): true and stride[0 .. rank - 2] filled. */
+bool kernel_args_tma_strides(const tile_array *a, uint64_t stride[4]);
 
 /* The slots the parameters of `f` take: one per array pointer, extent and
  * stride, and one per scalar. */

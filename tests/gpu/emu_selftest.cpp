@@ -1,7 +1,9 @@
 // emu_selftest.cpp: the emu backend's host emulation of CUDA (runtime/emu_device.h)
 // tested on kernels written by hand, for what the generated kernels cannot show:
-// the failures it must report, and that ldmatrix and mma.sync agree as the
-// hardware's do (fragments read by ldmatrix make a matrix product).
+// the failures it must report, that ldmatrix and mma.sync agree as the
+// hardware's do (fragments read by ldmatrix make a matrix product), that
+// wgmma finds its operands by their descriptors, and that a TMA copy lands
+// at its mbarrier's wait.
 // Compiled as the emu backend compiles kernels (tests/gpu/CMakeLists.txt:
 // emu_selftest), with compiler/tile_device.cuh as tile_device.h.
 #include "tile_device.h"
@@ -11,7 +13,10 @@
 
 static int which;                         // the kernel tile_host_entry runs
 static float result[32][4];               // what kernels write out, by lane
-static unsigned short ga[16 * 16], gb[16 * 8];
+static unsigned short ga[64 * 16], gb[16 * 8];   // (wgmma's case: A 64 x 16, B 8 x 16, both [row][k])
+static float wg_result[128][4];                  // wgmma's D, by thread
+static float garr[3][4];                         // TMA's case: the array, and its map as emu_backend.c encodes it
+static TileTensorMap gmap;
 alignas(16) static unsigned char gsrc[16];
 
 static unsigned short bf16(float f) { return tile_f32_bf16(f); }
@@ -57,6 +62,49 @@ extern "C" void tile_host_entry(void *const *) {
     case 5:   // an ldmatrix address past the block's shared memory: must fail
         tile_ldsm_x4(r[0], r[1], r[2], r[3], tile_smem + 4096);
         break;
+    case 6: {   // wgmma m64n8k16: A (64 x 16) and B (8 x 16) K-major in 128-byte swizzled rows
+        // element (i, k) of either: row i at (i / 8) 1024 + (i % 8) 128, its
+        // 16-byte piece k / 8 XORed with i % 8 (the swizzle, written by hand)
+        for (int e = t; e < 72 * 16; e += blockDim.x) {
+            const int i = e / 16, k = e % 16, in_b = i >= 64, row = in_b ? i - 64 : i;
+            const unsigned off = (in_b ? 8192u : 0u) + (row / 8) * 1024 + (row % 8) * 128 + (((k / 8) ^ (row % 8)) * 16) + (k % 8) * 2;
+            memcpy(tile_smem + off, in_b ? &gb[row * 16 + k] : &ga[row * 16 + k], 2);
+        }
+        __syncthreads();
+        float d[4] = {0, 0, 0, 0};
+        float *const acc[4] = {&d[0], &d[1], &d[2], &d[3]};
+        tile_wgmma_fence();
+        tile_emu_wgmma("bf16", 8, acc, (const unsigned *)0, tile_wgmma_desc(tile_smem_addr(tile_smem), 16, 1024, 1),
+                       tile_wgmma_desc(tile_smem_addr(tile_smem + 8192), 16, 1024, 1), 0, 0);
+        tile_wgmma_commit();
+        result[t % 32][0] = d[0];   // before the wait: still 0
+        tile_wgmma_wait0();
+        if (t < 32) result[t][1] = d[0];
+        for (int i = 0; i < 4; i++) wg_result[t][i] = d[i];
+        break;
+    }
+    case 8: {   // a TMA copy of a 2 x 8 box of f32 at (-2, 1) of a 3 x 4 array: lands at the mbarrier's wait
+        unsigned char *bar = tile_smem + 1024;
+        if (t == 0) {
+            tile_mbar_init(bar, 1);
+            tile_mbar_expect(bar, 64);
+            tile_tma_load(tile_smem, &gmap, bar, -2, 1);
+            result[0][0] = tile_smem[0];   // not landed yet: 0xff
+        }
+        __syncthreads();
+        tile_mbar_wait(bar, 0);
+        if (t == 0)
+            for (int i = 0; i < 16; i++) wg_result[i / 4][i % 4] = ((const float *)tile_smem)[i];
+        break;
+    }
+    case 7: {   // warps of one warp group at two places' wgmma: must fail
+        float d = 0;
+        float *const acc[4] = {&d, &d, &d, &d};
+        const unsigned long long desc = tile_wgmma_desc(0, 16, 1024, 1);
+        if (t < 64) tile_emu_wgmma("bf16", 8, acc, (const unsigned *)0, desc, desc, 0, 0);
+        else tile_emu_wgmma("bf16", 8, acc, (const unsigned *)0, desc, desc, 0, 0);
+        break;
+    }
     }
 }
 
@@ -97,6 +145,34 @@ int main() {
     ok = launch(4, 32, 64, err) == 0;
     expect(ok && result[0][0] == 0xff && result[0][1] == 0x5a, "a cp.async copy lands at its wait");
     expect(launch(5, 32, 1024, err) != 0 && strstr(err, "not in the block's"), "an ldmatrix outside shared memory fails");
+    // wgmma: A 64 x 16 and B 8 x 16 from ga and gb, D = A B^T
+    for (int i = 0; i < 64 * 16; i++) ga[i] = bf16((float)((i * 7) % 11) - 5.0f);
+    for (int i = 0; i < 16 * 8; i++) gb[i] = bf16((float)((i * 5) % 13) * 0.25f - 1.5f);
+    memset(result, 0xff, sizeof result);
+    ok = launch(6, 128, 16384, err) == 0;
+    for (int t = 0; t < 128 && ok; t++)
+        for (int i = 0; i < 4; i++) {
+            const int row = 16 * (t / 32) + (t % 32) / 4 + 8 * (i >> 1), col = 2 * (t % 4) + (i & 1);
+            double want = 0;
+            for (int k = 0; k < 16; k++) want += (double)tile_bf16_f32(ga[row * 16 + k]) * tile_bf16_f32(gb[col * 16 + k]);
+            if (wg_result[t][i] != (float)want) ok = false;
+        }
+    expect(ok, "wgmma m64n8k16 reads 128-byte swizzled K-major operands by their descriptors and makes A B^T");
+    expect(ok && result[0][0] == 0 && result[0][1] == wg_result[0][0], "a wgmma's accumulators change at its wait, not before");
+    expect(launch(7, 128, 16384, err) != 0 && strstr(err, "different warp-group instructions"),
+           "warps of a warp group at wgmma in two places fail the launch");
+    // TMA: element (r, c) of the box is array element (1 + r, -2 + c), zero outside
+    unsigned long long words[16] = {(unsigned long long)(uintptr_t)garr, 2 | 4 << 8, 4, 3, 0, 0, 0, 16, 0, 0, 0, 8, 2};
+    memcpy(&gmap, words, sizeof words);
+    for (int i = 0; i < 12; i++) garr[i / 4][i % 4] = (float)(i + 1);
+    memset(result, 0, sizeof result);
+    ok = launch(8, 64, 2048, err) == 0 && result[0][0] == 0xff;
+    for (int i = 0; i < 16 && ok; i++) {
+        const int r = 1 + i / 8, c = -2 + i % 8;
+        const float want = r < 3 && c >= 0 && c < 4 ? garr[r][c] : 0.0f;
+        ok = wg_result[i / 4][i % 4] == want;
+    }
+    expect(ok, "a TMA copy lands at its mbarrier's wait, elements outside the array as zeros");
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
 }
