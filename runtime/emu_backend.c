@@ -18,7 +18,7 @@
  * arguments), else c++ (g++ and clang++ both do).  Each kernel variant is
  * compiled once, into a directory of the context's own under $TMPDIR (else
  * /tmp; it must allow running code) that goes with the context; a process
- * that dies leaves its directory behind.  A kernel's scheduler state is its
+ * that dies leaves its directory behind, for the next context to remove.  A kernel's scheduler state is its
  * shared object's: launches take a process-wide lock, so host threads that
  * launch at once run one after another. */
 #define _GNU_SOURCE
@@ -27,8 +27,10 @@
 #include "emu_backend.h"
 #include "kernel_args.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,10 +72,27 @@ static bool write_file(const char *path, const char *text) {
 
 /* Removes the context's directory and what it holds (no subdirectories). */
 static void remove_dir(const char *dir) {
-    char cmd[4200];
+    char cmd[4400];
     if (!dir[0]) return;
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "tilec: warning: could not remove %s\n", dir);
+}
+
+/* Directories of contexts whose processes died (a crash, a kill) in `tmp`:
+ * named tilec-emu-PID-..., removed where no process PID is left. */
+static void remove_stale_dirs(const char *tmp) {
+    DIR *d = opendir(tmp);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        int pid = 0, end = 0;
+        if (sscanf(e->d_name, "tilec-emu-%d-%n", &pid, &end) != 1 || end == 0 || pid <= 0 || strchr(e->d_name, '\''))
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* alive, or not ours to know */
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", tmp, e->d_name);
+        remove_dir(path);
+    }
+    closedir(d);
 }
 
 static tile_status emu_init(tile_ctx *ctx, int device) {
@@ -93,7 +112,9 @@ static tile_status emu_init(tile_ctx *ctx, int device) {
     }
     s->sm90a = arch && strcmp(arch, "sm_90a") == 0;
     const char *tmp = getenv("TMPDIR");
-    snprintf(s->dir, sizeof s->dir, "%s/tilec-emu-XXXXXX", tmp && *tmp && !strchr(tmp, '\'') ? tmp : "/tmp");
+    if (!tmp || !*tmp || strchr(tmp, '\'')) tmp = "/tmp";
+    remove_stale_dirs(tmp);
+    snprintf(s->dir, sizeof s->dir, "%s/tilec-emu-%d-XXXXXX", tmp, (int)getpid());
     if (!mkdtemp(s->dir)) {
         tile_status st = tile_error(ctx, TILE_ERR_NO_DEVICE, "emu backend: cannot make %s: %s", s->dir, strerror(errno));
         free(s);
