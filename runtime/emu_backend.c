@@ -30,7 +30,10 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +46,7 @@ typedef int (*EmuLaunchFn)(const int grid[3], int threads, int smem, void *const
 typedef struct EmuState {
     char dir[4096];           /* the context's directory: headers, sources, objects */
     char cxx[1024];
+    int lock_fd;              /* the directory's lock, held while the context lives (remove_stale_dirs) */
     bool sm90a;               /* TILEC_EMU_ARCH=sm_90a: Hopper's code (wgmma), else sm_80's */
     int nobjects;             /* objects compiled so far (their names) */
 } EmuState;
@@ -79,7 +83,11 @@ static void remove_dir(const char *dir) {
 }
 
 /* Directories of contexts whose processes died (a crash, a kill) in `tmp`:
- * named tilec-emu-PID-..., removed where no process PID is left. */
+ * named tilec-emu-PID-..., this user's, no process PID left here, and their
+ * lock file (EMU_LOCK) held by no one: a live context holds its own lock,
+ * which also keeps the directory of a process on another host (a shared
+ * $TMPDIR) or in another PID namespace. */
+#define EMU_LOCK "lock"
 static void remove_stale_dirs(const char *tmp) {
     DIR *d = opendir(tmp);
     if (!d) return;
@@ -88,9 +96,15 @@ static void remove_stale_dirs(const char *tmp) {
         if (sscanf(e->d_name, "tilec-emu-%d-%n", &pid, &end) != 1 || end == 0 || pid <= 0 || strchr(e->d_name, '\''))
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   /* alive, or not ours to know */
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", tmp, e->d_name);
-        remove_dir(path);
+        char path[4200], lock[4300];
+        struct stat st;
+        if (snprintf(path, sizeof path, "%s/%s", tmp, e->d_name) >= (int)sizeof path) continue;
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) continue;
+        snprintf(lock, sizeof lock, "%s/" EMU_LOCK, path);
+        int fd = open(lock, O_RDWR | O_CLOEXEC);
+        if (fd < 0) continue;   /* (no lock yet: a context still being made) */
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) remove_dir(path);
+        close(fd);
     }
     closedir(d);
 }
@@ -99,6 +113,7 @@ static tile_status emu_init(tile_ctx *ctx, int device) {
     if (device != 0) return tile_error(ctx, TILE_ERR_NO_DEVICE, "the emu backend has one device, 0 (not %d)", device);
     EmuState *s = calloc(1, sizeof *s);
     if (!s) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    s->lock_fd = -1;
     const char *cxx = getenv("TILEC_EMU_CXX");
     snprintf(s->cxx, sizeof s->cxx, "%s", cxx && *cxx ? cxx : "c++");
     if (strchr(s->cxx, '\'')) {
@@ -121,8 +136,11 @@ static tile_status emu_init(tile_ctx *ctx, int device) {
         return st;
     }
     char path[4200];
+    snprintf(path, sizeof path, "%s/" EMU_LOCK, s->dir);
+    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    bool ok = s->lock_fd >= 0 && flock(s->lock_fd, LOCK_EX | LOCK_NB) == 0;
     snprintf(path, sizeof path, "%s/%s", s->dir, CUDA_DEVICE_HEADER_NAME);
-    bool ok = write_file(path, cuda_device_header);
+    ok = ok && write_file(path, cuda_device_header);
     snprintf(path, sizeof path, "%s/emu_device.h", s->dir);
     ok = ok && write_file(path, emu_device_header);
     /* the compiler runs at all (else the context fails now, not each kernel) */
@@ -132,6 +150,7 @@ static tile_status emu_init(tile_ctx *ctx, int device) {
         tile_status st = ok ? tile_error(ctx, TILE_ERR_NO_DEVICE, "emu backend: no C++ compiler '%s' (set TILEC_EMU_CXX)", s->cxx)
                             : tile_error(ctx, TILE_ERR_NO_DEVICE, "emu backend: cannot write into %s", s->dir);
         remove_dir(s->dir);
+        if (s->lock_fd >= 0) close(s->lock_fd);
         free(s);
         return st;
     }
@@ -143,6 +162,7 @@ static void emu_destroy(tile_ctx *ctx) {
     EmuState *s = state(ctx);
     if (!s) return;
     remove_dir(s->dir);
+    if (s->lock_fd >= 0) close(s->lock_fd);
     free(s);
     ctx->backend_state = NULL;
 }
@@ -291,13 +311,27 @@ static tile_status emu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], 
     memset(flags, 0, sizeof flags);
     for (int i = 0; i < nargs; i++)
         if (f->params[i].kind == IRP_ARRAY) flags[i] = array_facts(state(ctx), &args[i].array);
-    EmuVariant *v = ek->variants;
-    while (v && memcmp(v->flags, flags, (size_t)nargs) != 0) v = v->next;
-    if (!v) {
-        tile_status st = build_variant(ctx, k, flags, &v);
-        if (st != TILE_OK) return st;
-        v->next = ek->variants;
-        ek->variants = v;
+    /* the variant for these facts and its tensor maps; an array whose map
+     * breaks the driver's rules is specialised without (as the CUDA backend does) */
+    EmuVariant *v;
+    _Alignas(64) unsigned long long maps[CUDA_MAX_TMAPS][16];   /* (TileTensorMap's alignment) */
+    for (;;) {
+        v = ek->variants;
+        while (v && memcmp(v->flags, flags, (size_t)nargs) != 0) v = v->next;
+        if (!v) {
+            tile_status st = build_variant(ctx, k, flags, &v);
+            if (st != TILE_OK) return st;
+            v->next = ek->variants;
+            ek->variants = v;
+        }
+        int refused = -1;
+        for (int m = 0; m < v->ntmaps && refused < 0; m++)
+            if (!encode_tmap(&v->tmaps[m], &args[v->tmaps[m].param].array, maps[m])) refused = v->tmaps[m].param;
+        if (refused < 0) break;
+        if (!(flags[refused] & CUDA_ARRAY_TMA))   /* (a map for an array without the fact: the emitter's mistake) */
+            return tile_error(ctx, TILE_ERR_INTERNAL, "kernel '%s': a tensor map of parameter %d, which has none", f->name,
+                              refused);
+        flags[refused] &= (unsigned char)~CUDA_ARRAY_TMA;
     }
     int nslots = kernel_args_slots(f);
     uint64_t *store = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t));
@@ -308,16 +342,7 @@ static tile_status emu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], 
         return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
     }
     kernel_args_pack(f, args, store, params);
-    _Alignas(64) unsigned long long maps[CUDA_MAX_TMAPS][16];   /* (TileTensorMap's alignment) */
-    for (int m = 0; m < v->ntmaps; m++) {
-        if (!encode_tmap(&v->tmaps[m], &args[v->tmaps[m].param].array, maps[m])) {
-            free(store);
-            free(params);
-            return tile_error(ctx, TILE_ERR_LAUNCH, "kernel '%s': the tensor map of parameter %d breaks the driver's rules",
-                              f->name, v->tmaps[m].param);
-        }
-        params[nslots + m] = maps[m];
-    }
+    for (int m = 0; m < v->ntmaps; m++) params[nslots + m] = maps[m];
     char err[512] = "";
     static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&one_at_a_time);

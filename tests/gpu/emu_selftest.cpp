@@ -21,6 +21,18 @@ alignas(16) static unsigned char gsrc[16];
 
 static unsigned short bf16(float f) { return tile_f32_bf16(f); }
 
+// the same instructions as a case's other branch, at another place in the kernel
+// (a call of its own, so that no compiler merges the two branches' calls)
+__attribute__((noinline)) static void ldsm_elsewhere(unsigned *r, int lane) {
+    tile_ldsm_x4(r[0], r[1], r[2], r[3], tile_smem + (lane & 7) * 16);
+}
+__attribute__((noinline)) static void wgmma_elsewhere(float *const *acc, unsigned long long desc) {
+    tile_emu_wgmma("bf16", 8, acc, (const unsigned *)0, desc, desc, 0, 0);
+}
+__attribute__((noinline)) static void wgmma_elsewhere2(float *const *acc, unsigned long long da, unsigned long long db) {
+    tile_emu_wgmma("bf16", 8, acc, (const unsigned *)0, da, db, 0, 0);
+}
+
 extern "C" void tile_host_entry(void *const *) {
     const int t = threadIdx.x, lane = t & 31;
     unsigned r[4];
@@ -39,7 +51,7 @@ extern "C" void tile_host_entry(void *const *) {
     }
     case 1:   // lanes at two places' ldmatrix: must fail
         if (lane & 1) tile_ldsm_x4(r[0], r[1], r[2], r[3], tile_smem + (lane & 7) * 16);
-        else tile_ldsm_x4(r[0], r[1], r[2], r[3], tile_smem + (lane & 7) * 16);
+        else ldsm_elsewhere(r, lane);
         break;
     case 2:   // lane 0 at __syncthreads, the others at __syncwarp: a deadlock
         if (lane == 0) __syncthreads();
@@ -102,7 +114,58 @@ extern "C" void tile_host_entry(void *const *) {
         float *const acc[4] = {&d, &d, &d, &d};
         const unsigned long long desc = tile_wgmma_desc(0, 16, 1024, 1);
         if (t < 64) tile_emu_wgmma("bf16", 8, acc, (const unsigned *)0, desc, desc, 0, 0);
-        else tile_emu_wgmma("bf16", 8, acc, (const unsigned *)0, desc, desc, 0, 0);
+        else wgmma_elsewhere(acc, desc);
+        break;
+    }
+    case 9: {   // wait_group 1 leaves the newest group in flight; K-major operands without swizzle
+        // core matrices: element (i, k) at (i / 8) 256 (sbo) + (k / 8) 128 (lbo) + (i % 8) 16 + (k % 8) 2
+        for (int e = t; e < 72 * 16; e += blockDim.x) {
+            const int i = e / 16, k = e % 16, in_b = i >= 64, row = in_b ? i - 64 : i;
+            const unsigned off = (in_b ? 4096u : 0u) + (row / 8) * 256 + (k / 8) * 128 + (row % 8) * 16 + (k % 8) * 2;
+            memcpy(tile_smem + off, in_b ? &gb[row * 16 + k] : &ga[row * 16 + k], 2);
+        }
+        __syncthreads();
+        float d1[4] = {0, 0, 0, 0}, d2[4] = {0, 0, 0, 0};
+        float *const acc1[4] = {&d1[0], &d1[1], &d1[2], &d1[3]}, *const acc2[4] = {&d2[0], &d2[1], &d2[2], &d2[3]};
+        const unsigned long long da = tile_wgmma_desc(tile_smem_addr(tile_smem), 128, 256, 0),
+                                 db = tile_wgmma_desc(tile_smem_addr(tile_smem + 4096), 128, 256, 0);
+        tile_wgmma_fence();
+        tile_emu_wgmma("bf16", 8, acc1, (const unsigned *)0, da, db, 0, 0);
+        tile_wgmma_commit();
+        wgmma_elsewhere2(acc2, da, db);
+        tile_wgmma_commit();
+        tile_wgmma_wait1();
+        const float first = d1[0], second_early = d2[0];
+        tile_wgmma_wait0();
+        if (t == 0) result[0][0] = first, result[0][1] = second_early, result[0][2] = d2[0];
+        break;
+    }
+    case 10: {   // a second phase of an mbarrier (parity 1); a TMA store lands at its bulk group's wait
+        unsigned char *bar = tile_smem + 1024;
+        if (t == 0) {
+            tile_mbar_init(bar, 1);
+            tile_mbar_expect(bar, 64);
+            tile_tma_load(tile_smem, &gmap, bar, 0, 0);
+        }
+        __syncthreads();
+        tile_mbar_wait(bar, 0);
+        __syncthreads();
+        if (t == 0) {
+            tile_mbar_expect(bar, 64);
+            tile_tma_load(tile_smem + 128, &gmap, bar, 0, 1);
+        }
+        tile_mbar_wait(bar, 1);
+        if (t == 0) {
+            result[0][0] = ((const float *)tile_smem)[0];         // (0, 0): 1
+            result[0][1] = ((const float *)(tile_smem + 128))[0]; // (1, 0): 5
+            ((float *)tile_smem)[0] = 100.0f;                     // stored to (0, 0) below
+            tile_tma_store(tile_smem, &gmap, 0, 0);
+            tile_bulk_commit();
+            ((float *)tile_smem)[1] = 200.0f;                     // before the wait: stored too (read at the wait)
+            result[0][2] = garr[0][0];                            // not yet written: 1
+            tile_bulk_wait();
+            result[0][3] = garr[0][0] + garr[0][1];               // 100 + 200
+        }
         break;
     }
     }
@@ -173,6 +236,19 @@ int main() {
         ok = wg_result[i / 4][i % 4] == want;
     }
     expect(ok, "a TMA copy lands at its mbarrier's wait, elements outside the array as zeros");
+    // wait_group 1, core-matrix operands: D[0][0] = sum_k A[0][k] B[0][k]
+    double d00 = 0;
+    for (int k = 0; k < 16; k++) d00 += (double)tile_bf16_f32(ga[k]) * tile_bf16_f32(gb[k]);
+    memset(result, 0xff, sizeof result);
+    ok = launch(9, 128, 8192, err) == 0;
+    expect(ok && result[0][0] == (float)d00 && result[0][1] == 0 && result[0][2] == (float)d00,
+           "wgmma.wait_group 1 completes all but the newest group; K-major core matrices read by lbo and sbo");
+    // the 3 x 4 array, a 2 x 8 box at rows 0.. and 1..
+    for (int i = 0; i < 12; i++) garr[i / 4][i % 4] = (float)(i + 1);
+    memset(result, 0, sizeof result);
+    ok = launch(10, 64, 2048, err) == 0;
+    expect(ok && result[0][0] == 1 && result[0][1] == 5, "an mbarrier's second phase completes on parity 1");
+    expect(ok && result[0][2] == 1 && result[0][3] == 300, "a TMA store reads shared memory and writes at its bulk group's wait");
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
 }
