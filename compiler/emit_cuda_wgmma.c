@@ -555,21 +555,21 @@ void ce_emit_wgmma(Emitter *E, const IrOp *op, const SmemOperand *a, const char 
             for (int r = 0; r < cols / 2; r++) ce_buf_printf(&list, "%s%%%d", r ? ", " : "", r);
             const char *bdesc = ce_fmt_str(E, "tile_wgmma_desc_at(db0, %lld)", bo);
             int in = cols / 2;   /* the first input operand's number */
+            long long ao = a ? operand_offset(&sa, 64 * mc, k0) : 0;
             if (E->opt.host_entry) {
                 /* the emu backend: a call of emu_device.h's, the accumulators by address */
                 Buf acc = {0};
                 for (int r = 0; r < cols / 2; r++)
                     ce_buf_printf(&acc, "%s&%s", r ? ", " : "", ce_reg(E, d, lay, 4 * mc * nb + r));
-                ce_out(E, "{ float *const tile_acc[] = {%s};", acc.p);
+                ce_out(E, "{ float *const tile_acc[] = {%s};", acc.p ? acc.p : "");
                 if (a)
                     ce_out(E, "  tile_emu_wgmma(\"%s\", %d, tile_acc, (const unsigned *)0, tile_wgmma_desc_at(da0, %lld), %s, %d, %d); }",
-                           ty, cols, operand_offset(&sa, 64 * mc, k0), bdesc, !a->kmajor, !b->kmajor);
+                           ty, cols, ao, bdesc, !a->kmajor, !b->kmajor);
                 else
                     ce_out(E, "  tile_emu_wgmma(\"%s\", %d, tile_acc, fa[%d], 0ull, %s, 0, %d); }", ty, cols, k0 / ks, bdesc,
                            !b->kmajor);
                 free(acc.p);
             } else if (a) {
-                long long ao = operand_offset(&sa, 64 * mc, k0);
                 /* scale-d is a predicate: true, the product is added to d */
                 ce_out(E, "asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %%%d, 0; \"", in + 2);
                 ce_out(E, "    \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s {%s}, %%%d, %%%d, p, 1, 1%s; }\"", cols, ks, ty,

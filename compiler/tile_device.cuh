@@ -371,14 +371,14 @@ struct __align__(64) TileTensorMap { unsigned long long v[16]; };
 /* this thread's earlier writes, to shared and global memory, ordered before
  * the copy engine's later accesses (a TMA copy may read an array the block
  * wrote before the loop) */
-#ifndef TILE_HOST_EMULATION
-TILE_DEV void tile_fence_proxy_async_all() { asm volatile("fence.proxy.async;" ::: "memory"); }
 /* a TMA coordinate: a tile's first element, clamped into int's range (the
  * box then lies wholly outside the array, and reads as zeros, as a tile
  * index out of range must) */
 TILE_DEV int tile_tma_coord(long long c) {
     return c < -2147483647LL - 1 ? (int)(-2147483647LL - 1) : c > 2147483647LL ? 2147483647 : (int)c;
 }
+#ifndef TILE_HOST_EMULATION
+TILE_DEV void tile_fence_proxy_async_all() { asm volatile("fence.proxy.async;" ::: "memory"); }
 TILE_DEV void tile_mbar_init(void *bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(tile_smem_addr(bar)), "r"(count) : "memory");
 }

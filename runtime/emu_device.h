@@ -356,6 +356,13 @@ template <typename F> static void group_meet(int kind, const void *site, const c
     meet(g, 128, what, compute);
 }
 
+/* A shared-memory address under the swizzle of width W bytes (0: none), as
+ * wgmma reads and TMA writes: its 16-byte index within W bytes XORed with its
+ * bits 7 and up (the 128-byte row mod W / 16). */
+static unsigned swizzled(unsigned addr, int W) {
+    return W ? addr ^ ((addr >> 7) & (unsigned)(W / 16 - 1)) << 4 : addr;
+}
+
 /* Element (i, k) of an operand in shared memory (i: A's row or B's column)
  * as its descriptor places it, by wgmma's canonical layouts (PTX ISA, "Shared
  * Memory Matrix Layout"), in 16-byte units T = 16 / size elements:
@@ -366,8 +373,7 @@ template <typename F> static void group_meet(int kind, const void *site, const c
  *   M- or N-major, no swizzle: 8 rows of k apart by lbo, 16 bytes of i apart by sbo;
  *   M- or N-major, swizzled: panels of W bytes of i apart by lbo, 8 rows of
  *     k apart by sbo, row k % 8 at (k % 8) W within them;
- * then the swizzle: the address's 16-byte index within its W bytes XORed
- * with its bits 7 and up (the row mod W / 16). */
+ * then the swizzle (swizzled). */
 static const unsigned char *wg_element(uint64_t desc, bool mn_major, int i, int k, int size) {
     const unsigned start = (unsigned)(desc & 0x3fff) << 4, lbo = (unsigned)((desc >> 16) & 0x3fff) << 4,
                    sbo = (unsigned)((desc >> 32) & 0x3fff) << 4;
@@ -378,8 +384,7 @@ static const unsigned char *wg_element(uint64_t desc, bool mn_major, int i, int 
     if (!mn_major) off = W ? (i / 8) * sbo + (i % 8) * W + k * size : (i / 8) * sbo + (k / T) * lbo + (i % 8) * 16 + (k % T) * size;
     else if (!W) off = (k / 8) * lbo + (i / T) * sbo + (k % 8) * 16 + (i % T) * size;
     else off = (i / (W / size)) * lbo + (k / 8) * sbo + (k % 8) * W + (i % (W / size)) * size;
-    unsigned addr = start + off;
-    if (W) addr ^= ((addr >> 7) & (unsigned)(W / 16 - 1)) << 4;
+    const unsigned addr = swizzled(start + off, W);
     if (addr + (unsigned)size > (unsigned)smem_used)
         fail("wgmma: an operand's element (%d, %d) at shared offset %u, past the block's %d bytes", i, k, addr, smem_used);
     return tile_smem + addr;
@@ -492,7 +497,7 @@ struct TmaBox {
 /* Calls visit(global address or NULL where outside the array, shared
  * offset) for each element of the box at coordinates c (innermost first),
  * the box laid out in shared memory from `dst` row by row, innermost
- * contiguous, and its addresses swizzled as wgmma's (wg_element). */
+ * contiguous, and its addresses swizzled as wgmma reads them (swizzled). */
 template <typename F> static void tma_each(const TmaBox &m, unsigned dst, const int *c, F visit) {
     const int r = m.rank(), es = m.elem(), W = m.swizzle();
     if (W && (long long)m.w[11] * es != W) fail("TMA: a swizzled box's rows of %lld bytes, not %d (not emulated)", (long long)m.w[11] * es, W);
@@ -506,8 +511,7 @@ template <typename F> static void tma_each(const TmaBox &m, unsigned dst, const 
             inside = inside && x >= 0 && x < (long long)m.w[2 + k];
             if (inside) off += x * (k ? (long long)m.w[6 + k] : es);   /* (outside, x may be near 2^31) */
         }
-        unsigned addr = dst + (unsigned)(e * es);
-        if (W) addr ^= ((addr >> 7) & (unsigned)(W / 16 - 1)) << 4;
+        const unsigned addr = swizzled(dst + (unsigned)(e * es), W);
         if (addr + (unsigned)es > (unsigned)smem_used) fail("TMA: the box reaches past the block's %d bytes of shared memory", smem_used);
         visit(inside ? (unsigned char *)(uintptr_t)m.w[0] + off : (unsigned char *)NULL, addr);
         for (int k = 0; k < r && ++idx[k] == (long long)m.w[11 + k]; k++) idx[k] = 0;
@@ -758,9 +762,6 @@ TILE_DEV void tile_emu_wgmma(const char *type, int cols, float *const *acc, cons
     tile_emu::wgmma(type, cols, acc, afrag, da, db, ta, tb);
 }
 TILE_DEV void tile_fence_proxy_async_all() {}
-TILE_DEV int tile_tma_coord(long long c) {
-    return c < -2147483647LL - 1 ? (int)(-2147483647LL - 1) : c > 2147483647LL ? 2147483647 : (int)c;
-}
 TILE_DEV void tile_mbar_init(void *bar, unsigned count) {
     using namespace tile_emu;
     check_smem(bar, 8, 8, "mbarrier.init");
