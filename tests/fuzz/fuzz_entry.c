@@ -44,7 +44,7 @@ static void note_bug(FuzzResult *res, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* ---- constants: `// FUZZ-D: NAME=V ...` and `-D NAME=V` on `// RUN:` lines ---- */
+/* ---- constants: `// FUZZ-D: NAME=V ...`, `-D NAME=V` on `// RUN:` and `// gpu:` lines ---- */
 
 #define FUZZ_MAX_DEFINES 16
 
@@ -63,6 +63,8 @@ static int parse_defines(Arena *a, const char *src, ConstBinding *out) {
         if (!eol) eol = line + strlen(line);
         while (line < eol && (*line == ' ' || *line == '\t')) line++;
         bool fuzz_d = strncmp(line, "// FUZZ-D:", 10) == 0, run = strncmp(line, "// RUN:", 7) == 0;
+        bool gpu = strncmp(line, "// gpu:", 7) == 0;   /* gpu_check's launches: -DNAME=V words */
+        run |= gpu;
         bool after_dash_d = false;   /* RUN lines: the word after a lone -D */
         for (const char *p = line + (fuzz_d ? 10 : 7); (fuzz_d || run) && p < eol;) {
             while (p < eol && (*p == ' ' || *p == '\t')) p++;
@@ -110,25 +112,31 @@ static int bindings_for(const Decl *k, const ConstBinding *own, int nown, const 
 /* ---- the CUDA backend --------------------------------------------------------- */
 
 /* Emitter options from the input's hash: per-array facts as the runtime may
- * find them at launch, a num_warps override as the tuner may give, #line. */
-static void pick_emit_options(uint64_t h, const IrFunc *f, unsigned char *flags, int nflags,
-                              CudaEmitOptions *opt) {
+ * find them at launch, a num_warps override as the tuner may give, #line,
+ * the target (cfg->arch), a cap on blocks per SM as the runtime lowers it
+ * while ptxas spills, and 1 in 8 emitted for the emu backend (host_entry:
+ * wgmma as calls; not for NVRTC). */
+static void pick_emit_options(uint64_t h, const IrFunc *f, const FuzzConfig *cfg, unsigned char *flags,
+                              int nflags, CudaEmitOptions *opt) {
     static const int warps[8] = {0, 0, 0, 0, 1, 2, 8, 0};
     memset(opt, 0, sizeof *opt);
     opt->num_warps = warps[h & 7];
     opt->line_directives = (int)((h >> 3) & 1);
-    /* mostly the runtime's first variant (aligned, 32-bit offsets), else per array */
+    /* mostly the runtime's first variant (aligned, 32-bit offsets, TMA), else per array */
     bool all_fast = ((h >> 4) & 3) != 0;
     for (int i = 0; i < nflags; i++)
         flags[i] = all_fast ? CUDA_ARRAY_FAST : (unsigned char)((h >> (8 + 2 * (i % 24))) & 7);
     opt->array_flags = f->nparams <= nflags ? flags : NULL;
+    opt->target_sm90a = cfg->arch == FUZZ_ARCH_SM90A || (cfg->arch == FUZZ_ARCH_HASH && ((h >> 6) & 1));
+    opt->max_occupancy = ((h >> 7) & 1) ? 1 + (int)((h >> 56) & 3) : 0;
+    opt->host_entry = ((h >> 58) & 7) == 0;
 }
 
 static void run_backend(const IrFunc *f, Diag *diag, uint64_t h, bool nvrtc, const FuzzConfig *cfg,
                         FuzzResult *res) {
     unsigned char flags[64];
     CudaEmitOptions opt;
-    pick_emit_options(h, f, flags, (int)sizeof flags, &opt);
+    pick_emit_options(h, f, cfg, flags, (int)sizeof flags, &opt);
     CudaKernelCode code;
     int before = diag->nerrors;
     if (cuda_emit(f, &opt, &code, diag) != 0) {
@@ -146,9 +154,12 @@ static void run_backend(const IrFunc *f, Diag *diag, uint64_t h, bool nvrtc, con
     res->emitted++;
     size_t len = strlen(code.source);
     if (cfg->log)
-        fprintf(cfg->log, "  kernel %s: %zu bytes of CUDA, %d threads, %d B smem (num_warps=%d, flags=%s)\n",
+        fprintf(cfg->log, "  kernel %s: %zu bytes of CUDA, %d threads, %d B smem (num_warps=%d, flags=%s, %s%s%s)\n",
                 f->name, len, code.threads, code.smem_bytes, opt.num_warps,
-                opt.array_flags && f->nparams && (opt.array_flags[0] & 1) ? "vec16.." : "mixed");
+                opt.array_flags && f->nparams && (opt.array_flags[0] & 1) ? "vec16.." : "mixed",
+                opt.target_sm90a ? "sm_90a" : "sm_90", code.sm90a ? ", wgmma" : "", opt.host_entry ? ", emu" : "");
+    /* the emu backend's code is host C++ (tile_emu_wgmma calls, a host entry): not NVRTC's */
+    nvrtc = nvrtc && !opt.host_entry;
 #ifdef TILE_HAVE_CUDA
     if (nvrtc) {
         if (len > (cfg->nvrtc_max_source ? cfg->nvrtc_max_source : FUZZ_NVRTC_MAX_SOURCE)) {
@@ -156,9 +167,10 @@ static void run_backend(const IrFunc *f, Diag *diag, uint64_t h, bool nvrtc, con
         } else {
             CudaBinary bin;
             char err[8192];
-            if (cuda_nvrtc_compile(code.source, code.name, 90, 0, 0, &bin, err, sizeof err) != 0) {
-                note_bug(res, "kernel %s: NVRTC rejected the emitted CUDA (num_warps=%d, #line=%d):\n%.1500s",
-                         f->name, opt.num_warps, opt.line_directives, err);
+            if (cuda_nvrtc_compile(code.source, code.name, 90, opt.target_sm90a, 0, &bin, err, sizeof err) != 0) {
+                note_bug(res, "kernel %s: NVRTC rejected the emitted CUDA (num_warps=%d, #line=%d, %s, occupancy cap %d):\n%.1500s",
+                         f->name, opt.num_warps, opt.line_directives, opt.target_sm90a ? "sm_90a" : "sm_90",
+                         opt.max_occupancy, err);
                 if (cfg->log) fprintf(cfg->log, "----- emitted CUDA -----\n%s------------------------\n", code.source);
             } else {
                 res->compiled++;

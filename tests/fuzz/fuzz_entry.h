@@ -19,7 +19,14 @@ typedef struct FuzzConfig {
      * bind itself (ConstBinding, lower.h) */
     const struct ConstBinding *fallbacks;
     int nfallbacks;
+    int arch;          /* FUZZ_ARCH_*: the emitter's target */
 } FuzzConfig;
+
+/* The emitter's target: picked from the input's hash (half of the inputs
+ * each), or always one.  sm_90a is what the runtime compiles for on an H200
+ * (wgmma, TMA copies and stores, mbarriers: emit_cuda_wgmma.c), the other
+ * what it compiles for on GPUs before Hopper (mma.sync, cp.async). */
+enum { FUZZ_ARCH_HASH = 0, FUZZ_ARCH_SM90 = 1, FUZZ_ARCH_SM90A = 2 };
 
 /* What happened to one input. */
 typedef struct FuzzResult {
@@ -42,7 +49,8 @@ typedef struct FuzzResult {
  * parsed) lower_check_program, and for each kernel lower_kernel and
  * passes_run; then, as `cfg` asks, cuda_emit and NVRTC.  Constants of a
  * kernel come from the input's lines `// FUZZ-D: NAME=V ...` and the `-D
- * NAME=V` words of its `// RUN:` lines (golden tests), then its defaults,
+ * NAME=V` words of its `// RUN:` lines (golden tests) and `// gpu:` lines
+ * (gpu_check's launches; the first launch's value wins), then its defaults,
  * then cfg->fallbacks (each kernel gets only those naming its constants).  The CUDA
  * emitter's options (array flags, num_warps, #line) are picked from a hash of
  * the input, so each input always runs the same way and the fuzzer explores

@@ -2,12 +2,13 @@
  * once crashed the compiler (tests/fuzz/regress/) and the seed corpus stay
  * tested in every build, with no clang or libFuzzer needed.
  *
- *   fuzz_replay [--nvrtc] [--max-source BYTES] [-v] [-D NAME=V]... PATH...
+ *   fuzz_replay [--nvrtc] [--arch sm_90|sm_90a] [--max-source BYTES] [-v] [-D NAME=V]... PATH...
  * A folder is walked recursively (hidden names skipped); every regular file
  * in it is one input.  Every kernel that lowers cleanly goes through the CUDA
  * emitter; with --nvrtc (builds with NVRTC only) its CUDA is also compiled to
  * PTX (kernels over --max-source bytes of CUDA, default 128 KiB, are left
- * out).  -v prints a line per kernel (and the CUDA NVRTC rejected).  -D gives
+ * out).  --arch: every kernel emitted for that target (default: half of the
+ * inputs each, by their hash; sm_90a is what an H200 runs).  -v prints a line per kernel (and the CUDA NVRTC rejected).  -D gives
  * a value to constants that have none (no default, no FUZZ-D or RUN -D line
  * in the input).
  * Exit status 0 when every input ran and no bug showed: a crash, a sanitizer
@@ -135,6 +136,15 @@ int main(int argc, char **argv) {
         if (strcmp(argv[first], "--nvrtc") == 0) config.nvrtc = 1;
         else if (strcmp(argv[first], "--max-source") == 0 && first + 1 < argc)
             config.nvrtc_max_source = (size_t)strtoul(argv[++first], NULL, 10);
+        else if (strcmp(argv[first], "--arch") == 0 && first + 1 < argc) {
+            const char *a = argv[++first];
+            if (strcmp(a, "sm_90") == 0) config.arch = FUZZ_ARCH_SM90;
+            else if (strcmp(a, "sm_90a") == 0) config.arch = FUZZ_ARCH_SM90A;
+            else {
+                fprintf(stderr, "fuzz_replay: --arch %s: sm_90 or sm_90a\n", a);
+                return 2;
+            }
+        }
         else if (strcmp(argv[first], "-v") == 0) config.log = stdout;
         else if (strcmp(argv[first], "-D") == 0 && first + 1 < argc && config.nfallbacks < 32) {
             char err[256];
@@ -147,7 +157,7 @@ int main(int argc, char **argv) {
         } else break;
     }
     if (first >= argc || argv[first][0] == '-') {
-        fprintf(stderr, "usage: fuzz_replay [--nvrtc] [--max-source BYTES] [-v] [-D NAME=V]... FILE_OR_FOLDER...\n");
+        fprintf(stderr, "usage: fuzz_replay [--nvrtc] [--arch sm_90|sm_90a] [--max-source BYTES] [-v] [-D NAME=V]... FILE_OR_FOLDER...\n");
         return 2;
     }
     if (config.nvrtc && !fuzz_have_nvrtc()) {
