@@ -195,7 +195,12 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind
     char best[64] = "";
     /* TILEC_BENCH_GROUP_M: the blocks' order over C (examples/matmul.tile, tile_of; 0: bid(0), bid(1)) */
     const char *group = getenv("TILEC_BENCH_GROUP_M");
+    /* TILEC_BENCH_CONFIGS=128x128x64x4,...: only these (BMxBNxBKxWARPS; bench/ab_matmul.sh) */
+    const char *only_cfgs = getenv("TILEC_BENCH_CONFIGS");
     for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%dx%dx%dx%d", cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3]);
+        if (only_cfgs && !has_word(only_cfgs, name)) continue;
         tile_const cs[5] = {{"BM", 0, cfgs[i][0], 0}, {"BN", 0, cfgs[i][1], 0}, {"BK", 0, cfgs[i][2], 0},
                             {"num_warps", 0, cfgs[i][3], 0}, {"GROUP_M", 0, group ? atoi(group) : 0, 0}};
         tile_kernel *k;
@@ -219,10 +224,15 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind
             snprintf(best, sizeof best, "%dx%dx%d/%dw", cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3]);
         }
     }
-    float cms = time_median(ctx, run_cublas, &g, 2, n >= 8192 ? 5 : 10);
-    double tfl = 2.0 * n * (double)nn / best_ms / 1e9, ctfl = 2.0 * n * (double)nn / cms / 1e9;
-    ROW("matmul %-6s %5d^3       %8.3f ms %7.1f TF/s | cuBLAS %8.3f ms %7.1f TF/s | %5.1f%%  (%s)\n",
-        label, n, best_ms, tfl, cms, ctfl, 100.0 * tfl / ctfl, best);
+    if (!best[0]) {   /* every configuration failed or was wrong, or none was asked for */
+        ROW("matmul %-6s %5d^3       no configuration ran correctly (TILEC_BENCH_CONFIGS=%s)\n", label, n,
+            only_cfgs ? only_cfgs : "all");
+    } else {
+        float cms = time_median(ctx, run_cublas, &g, 2, n >= 8192 ? 5 : 10);
+        double tfl = 2.0 * n * (double)nn / best_ms / 1e9, ctfl = 2.0 * n * (double)nn / cms / 1e9;
+        ROW("matmul %-6s %5d^3       %8.3f ms %7.1f TF/s | cuBLAS %8.3f ms %7.1f TF/s | %5.1f%%  (%s)\n",
+            label, n, best_ms, tfl, cms, ctfl, 100.0 * tfl / ctfl, best);
+    }
     tile_free(ctx, a);
     tile_free(ctx, b);
     tile_free(ctx, c);
