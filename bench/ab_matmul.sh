@@ -15,16 +15,16 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${TILEC_GPU_BUILD:-/tmp/build}
 export TILEC_GPU_BUILD=$BUILD TILE_CACHE_DIR=${TILE_CACHE_DIR:-/tmp/tilec-cache}
+[ $# -gt 0 ] || { sed -n '2,13p' "$0"; exit 2; }
 BENCH=$BUILD/bench/gpu/bench_gpu
 if [ ! -x "$BENCH" ]; then bash bench/run_gpu.sh --build-only || exit 1; fi
 [ -x "$BENCH" ] || { echo "no $BENCH (bench/gpu needs cuBLAS)"; exit 1; }
-[ $# -gt 0 ] || { sed -n '2,14p' "$0"; exit 2; }
 for round in $(seq "${ROUNDS:-2}"); do
   for v in "$@"; do
     label=${v%%|*}; envs=${v#*|}
     [ "$envs" = "$v" ] && envs=
     # shellcheck disable=SC2086  # the env string is meant to split
-    out=$(env TILEC_BENCH_ONLY="${ONLY:-bf16}" ${CONFIGS:+TILEC_BENCH_CONFIGS=$CONFIGS} $envs "$BENCH" . 2>&1)
+    out=$(env TILEC_BENCH_ONLY="${ONLY:-bf16}" ${CONFIGS:+"TILEC_BENCH_CONFIGS=$CONFIGS"} $envs "$BENCH" . 2>&1)
     rows=$(echo "$out" | sed -n '/^== summary/,$p' | grep '^matmul')
     if [ -z "$rows" ]; then
       printf 'round %s  %-24s failed: %s\n' "$round" "$label" "$(echo "$out" | tail -1)"

@@ -49,10 +49,11 @@ typedef struct FuzzResult {
  * parsed) lower_check_program, and for each kernel lower_kernel and
  * passes_run; then, as `cfg` asks, cuda_emit and NVRTC.  Constants of a
  * kernel come from the input's lines `// FUZZ-D: NAME=V ...` and the `-D
- * NAME=V` words of its `// RUN:` lines (golden tests) and `// gpu:` lines
- * (gpu_check's launches; the first launch's value wins), then its defaults,
+ * NAME=V` words of its `// RUN:` lines (golden tests) and of its `// gpu:`
+ * lines (gpu_check's launches) that name the kernel (the first such launch's
+ * value), then its defaults,
  * then cfg->fallbacks (each kernel gets only those naming its constants).  The CUDA
- * emitter's options (array flags, num_warps, #line) are picked from a hash of
+ * emitter's options (array flags, num_warps, #line, target, occupancy cap, emu form) are picked from a hash of
  * the input, so each input always runs the same way and the fuzzer explores
  * all of them.  A crash or a sanitizer report is a bug; so is res->bugs > 0.
  * `res` may be NULL.  Returns the number of errors reported. */
