@@ -114,7 +114,9 @@ static const char *cu_err(CudaState *s, CUresult r) {
 
 static bool load_driver(Driver *d, char *err, size_t errlen) {
     memset(d, 0, sizeof *d);
-    d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    /* never unloaded once opened: after cuInit the driver's own threads run
+     * its code, and NVRTC keeps a handle on it too */
+    d->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!d->lib) {
         snprintf(err, errlen, "no CUDA driver found (%s)", dlerror());
         return false;
@@ -253,31 +255,48 @@ static void cuda_cache_warn(void *user, const char *path, const char *why) {
 /* The key: everything that decides the binary, the generated source and the
  * device header in full (so two kernels can never share an entry), the
  * options cuda_nvrtc_compile passes (for a cubin of sm_<arch>, with its
- * fallback to compute_90 PTX), and whether the occupancy rule of
+ * fallback to compute_90 PTX), whether the occupancy rule of
  * cuda_compile_settled applied (the source is its first emission's; change
- * the rule's line when the rule changes, so that old images are not reused). */
-static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a) {
+ * the rule's line when the rule changes, so that old images are not reused),
+ * and the variant's array facts. */
+static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a, const unsigned char *flags, int nflags) {
     const char *fmt = "tilec %s cuda kernel\narch sm_%d\nnvrtc %s\n"
                       "options --gpu-architecture=sm_%d%s %s (else compute_90)\n"
-                      "occupancy %s\n"
+                      "occupancy %s\narray facts %s\n"
                       "device header %zu bytes\n%s\nsource %zu bytes\n%s";
+    /* the array facts: the first emission may not show them all (at a lower
+     * occupancy another one may store by TMA where this one did not) */
+    char facts[2 * 256 + 1] = "";
+    for (int i = 0; i < nflags && i < 256; i++) snprintf(facts + 2 * i, 3, "%02x", flags[i]);
     size_t nheader = strlen(cuda_device_header), nsource = strlen(source);
     const char *opts = cuda_nvrtc_options(), *a = sm90a ? "a" : "";
-    const char *rule = cuda_compile_settles() ? "lowered while ptxas spills (fewest spills kept)" : "as asked";
-    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts, rule, nheader,
-                     cuda_device_header, nsource, source);
+    const char *rule = cuda_compile_settles()
+                           ? "lowered while ptxas spills (fewest spills kept; the entry: its occupancy cap, the image)"
+                           : "as asked (the entry: its occupancy cap, the image)";
+    int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts, rule, facts,
+                     nheader, cuda_device_header, nsource, source);
     char *key = n < 0 ? NULL : malloc((size_t)n + 1);
     if (key) snprintf(key, (size_t)n + 1, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts,
-                      rule, nheader, cuda_device_header, nsource, source);
+                      rule, facts, nheader, cuda_device_header, nsource, source);
     return key;
 }
 
 /* ---- compiling a variant --------------------------------------------------------------- */
 
+/* A disk-cache entry: the kept emission's occupancy cap (CudaCompiled.max_occupancy), then its image. */
+typedef struct CudaCacheHead {
+    char magic[4];   /* "occ1" */
+    int32_t max_occupancy;
+} CudaCacheHead;
+static const char cache_magic[4] = {'o', 'c', 'c', '1'};
+
 /* Compiles kernel `k` for the array facts `flags` at the highest occupancy
  * up to its own that does not spill (cuda_compile.h).  The disk cache keeps
- * the image under the key of the first emission, so a cached kernel is
- * emitted once and not compiled. */
+ * the image under the key of the first emission, with the occupancy cap the
+ * rule settled on: a cached kernel is emitted once more with that cap where
+ * it is not the first's (on sm_90a the cap sets how much shared memory TMA
+ * stores may take, so the threads, bytes and tensor maps the launch uses are
+ * that emission's), and not compiled. */
 static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, CudaVariant **out) {
     CudaState *s = state(ctx);
     const IrFunc *f = k->ir;
@@ -293,12 +312,28 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         return st;
     }
     /* NULL key (out of memory): compiled, not cached */
-    char *key = s->cache_dir[0] ? cuda_cache_key(s, code.source, code.sm90a) : NULL;
+    char *key = s->cache_dir[0] ? cuda_cache_key(s, code.source, code.sm90a, flags, f->nparams) : NULL;
     size_t size = 0;
-    void *image = NULL;
-    if (key && disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &image, &size, cuda_cache_warn, NULL) && size == 0) {
-        free(image);   /* never written by us: compile instead */
-        image = NULL;
+    void *image = NULL, *entry = NULL;
+    CudaCacheHead head = {{0}, 0};
+    if (key && disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &entry, &size, cuda_cache_warn, NULL)) {
+        if (size > sizeof head && (memcpy(&head, entry, sizeof head), memcmp(head.magic, cache_magic, 4) == 0) &&
+            head.max_occupancy >= 0 && (image = malloc(size - sizeof head)) != NULL) {
+            size -= sizeof head;
+            memcpy(image, (char *)entry + sizeof head, size);
+        }
+        free(entry);   /* (an entry not written so: compile instead) */
+    }
+    if (image && head.max_occupancy != opt.max_occupancy) {   /* the settled emission's facts */
+        CudaEmitOptions settled = opt;
+        settled.max_occupancy = head.max_occupancy;
+        cuda_code_free(&code);
+        st = kernel_args_emit(ctx, k, &settled, &code);
+        if (st != TILE_OK) {
+            free(image);
+            free(key);
+            return st;
+        }
     }
     if (!image) {
         CudaCompiled im;
@@ -311,7 +346,24 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         image = im.image;
         size = im.size;
         im.image = NULL;
-        if (key) disk_cache_put(s->cache_dir, CUDA_CACHE_KIND, key, image, size, NULL, 0);   /* best effort */
+        memcpy(head.magic, cache_magic, 4);
+        head.max_occupancy = im.max_occupancy;
+        char *entry_out = key ? malloc(sizeof head + size) : NULL;
+        if (entry_out) {   /* best effort */
+            memcpy(entry_out, &head, sizeof head);
+            memcpy(entry_out + sizeof head, image, size);
+            disk_cache_put(s->cache_dir, CUDA_CACHE_KIND, key, entry_out, sizeof head + size, NULL, 0);
+            free(entry_out);
+        }
+    }
+    if (code.smem_bytes > s->max_smem_optin) {   /* (the settled emission's: a lower occupancy may stage more) */
+        st = tile_error(ctx, TILE_ERR_COMPILE,
+                        "kernel '%s' needs %d bytes of shared memory; the device allows %d (use smaller tiles)",
+                        f->name, code.smem_bytes, s->max_smem_optin);
+        free(image);
+        free(key);
+        cuda_code_free(&code);
+        return st;
     }
     free(key);
     CudaVariant *v = calloc(1, sizeof *v);
@@ -326,8 +378,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     memcpy(v->flags, flags, (size_t)np);
     v->threads = code.threads;
     v->smem = code.smem_bytes;
-    /* (a cached image is the first emission's source lowered in occupancy
-     * only, which changes no copy: these are its maps) */
+    /* (the image's own emission: compiled now, or emitted again above) */
     v->ntmaps = code.ntmaps;
     memcpy(v->tmaps, code.tmaps, sizeof code.tmaps);
     s->drv.CtxSetCurrent(s->ctx);

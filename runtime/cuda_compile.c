@@ -80,6 +80,7 @@ int cuda_compile_settled(const IrFunc *f, CudaEmitOptions opt, int arch, CudaKer
                          char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (compile_once(code, arch, out, err, errlen) != 0) return -1;
+    out->max_occupancy = opt.max_occupancy;
     if (!cuda_compile_settles()) return 0;
     /* the last attempt's occupancy and registers (the best one's are *code's and *out's) */
     int occupancy = code->occupancy, registers = out->res.registers, last_spilled = spilled(out);
@@ -114,6 +115,7 @@ int cuda_compile_settled(const IrFunc *f, CudaEmitOptions opt, int arch, CudaKer
         if (last_spilled < spilled(out)) {   /* fewer spills: the new best */
             cuda_compile_free(out);
             *out = next;
+            out->max_occupancy = opt.max_occupancy;
             cuda_code_free(code);
             *code = lower;
         } else {                             /* keep the higher occupancy's */

@@ -15,6 +15,9 @@ typedef struct CudaCompiled {
     CudaResources res;   /* ptxas's report of the cubin (found = 0 for PTX) */
     int compilations;    /* NVRTC runs it took */
     double compile_ms;   /* their wall time */
+    int max_occupancy;   /* the kept emission's CudaEmitOptions.max_occupancy: the caller's,
+                          * or the one the rule lowered it to (emit again with it to get
+                          * the image's threads, shared memory and tensor maps) */
 } CudaCompiled;
 
 /* Does the rule below apply?  Yes unless TILEC_SETTLE_OCCUPANCY=0 (then every

@@ -102,6 +102,9 @@ int cuda_nvrtc_compile(const char *source, const char *name, int arch, int arch_
         if (out->ptx && nvrtcGetPTX(prog, out->ptx) == NVRTC_SUCCESS) {
             out->ptx[n] = 0;
             out->ptx_size = n;
+        } else {   /* (not half a PTX text without its end: none) */
+            free(out->ptx);
+            out->ptx = NULL;
         }
     }
     if (want_cubin && nvrtcGetCUBINSize(prog, &n) == NVRTC_SUCCESS && n) {
