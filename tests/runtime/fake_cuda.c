@@ -21,16 +21,18 @@
 
 enum { MODULE_MAGIC = 0x4d4f44, EIATTR_KPARAM_INFO = 0x17, EIFMT_SVAL = 4 };
 
+typedef struct Function {
+    struct Module *module;
+    struct Function *next;   /* the module's others */
+    char name[256];
+} Function;
+
 typedef struct Module {
     int magic;
     size_t size;
-    unsigned char *image;   /* a copy: every byte the driver would read */
+    unsigned char *image;    /* a copy: every byte the driver would read */
+    Function *functions;     /* freed with the module, as the driver's are */
 } Module;
-
-typedef struct Function {
-    Module *module;
-    char name[256];
-} Function;
 
 static Module *live(CUmodule m) {
     Module *mod = (Module *)m;
@@ -110,6 +112,7 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image) {
     }
     memcpy(mod->image, image, size);
     mod->size = size;
+    mod->functions = NULL;
     mod->magic = MODULE_MAGIC;
     *m = (CUmodule)mod;
     return CUDA_SUCCESS;
@@ -117,6 +120,10 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image) {
 CUresult cuModuleUnload(CUmodule m) {
     Module *mod = live(m);
     mod->magic = 0;
+    for (Function *fn = mod->functions, *next; fn; fn = next) {
+        next = fn->next;
+        free(fn);
+    }
     free(mod->image);
     free(mod);
     return CUDA_SUCCESS;
@@ -124,9 +131,11 @@ CUresult cuModuleUnload(CUmodule m) {
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
     Module *mod = live(m);
     if (!memmem(mod->image, mod->size, name, strlen(name))) return CUDA_ERROR_NOT_FOUND;
-    Function *fn = malloc(sizeof *fn);   /* lives as long as the process, as the driver's do with the module */
+    Function *fn = malloc(sizeof *fn);
     if (!fn) return CUDA_ERROR_OUT_OF_MEMORY;
     fn->module = mod;
+    fn->next = mod->functions;
+    mod->functions = fn;
     snprintf(fn->name, sizeof fn->name, "%s", name);
     *f = (CUfunction)fn;
     return CUDA_SUCCESS;
