@@ -258,21 +258,23 @@ static void cuda_cache_warn(void *user, const char *path, const char *why) {
  * fallback to compute_90 PTX), whether the occupancy rule of
  * cuda_compile_settled applied (the source is its first emission's; change
  * the rule's line when the rule changes, so that old images are not reused),
- * and the variant's array facts. */
+ * and the variant's array facts where its entry is not the first emission's
+ * (build_variant). */
 static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a, const unsigned char *flags, int nflags) {
     const char *fmt = "tilec %s cuda kernel\narch sm_%d\nnvrtc %s\n"
                       "options --gpu-architecture=sm_%d%s %s (else compute_90)\n"
                       "occupancy %s\narray facts %s\n"
                       "device header %zu bytes\n%s\nsource %zu bytes\n%s";
-    /* the array facts: the first emission may not show them all (at a lower
-     * occupancy another one may store by TMA where this one did not) */
-    char facts[2 * 256 + 1] = "";
+    /* the array facts, where given (nflags > 0): the first emission may not
+     * show them all (at a lower occupancy another one may store by TMA where
+     * this one did not) */
+    char facts[2 * 256 + 1] = "any";
     for (int i = 0; i < nflags && i < 256; i++) snprintf(facts + 2 * i, 3, "%02x", flags[i]);
     size_t nheader = strlen(cuda_device_header), nsource = strlen(source);
     const char *opts = cuda_nvrtc_options(), *a = sm90a ? "a" : "";
     const char *rule = cuda_compile_settles()
-                           ? "lowered while ptxas spills (fewest spills kept; the entry: its occupancy cap, the image)"
-                           : "as asked (the entry: its occupancy cap, the image)";
+                           ? "lowered while ptxas spills (fewest spills kept; the entry: its occupancy cap, source hash, image)"
+                           : "as asked (the entry: its occupancy cap, source hash, image)";
     int n = snprintf(NULL, 0, fmt, TILEC_VERSION, s->arch, cuda_nvrtc_version(), s->arch, a, opts, rule, facts,
                      nheader, cuda_device_header, nsource, source);
     char *key = n < 0 ? NULL : malloc((size_t)n + 1);
@@ -283,20 +285,79 @@ static char *cuda_cache_key(const CudaState *s, const char *source, int sm90a, c
 
 /* ---- compiling a variant --------------------------------------------------------------- */
 
-/* A disk-cache entry: the kept emission's occupancy cap (CudaCompiled.max_occupancy), then its image. */
+/* A disk-cache entry: the kept emission's occupancy cap (CudaCompiled.max_occupancy)
+ * and the hash of its source, then its image. */
 typedef struct CudaCacheHead {
-    char magic[4];   /* "occ1" */
+    char magic[4];   /* "occ2" */
     int32_t max_occupancy;
+    uint64_t source_hash;   /* FNV-1a 64 */
 } CudaCacheHead;
-static const char cache_magic[4] = {'o', 'c', 'c', '1'};
+static const char cache_magic[4] = {'o', 'c', 'c', '2'};
+
+static uint64_t source_hash(const char *source) {
+    return disk_cache_fnv1a(source, strlen(source), DISK_CACHE_FNV_SEED);
+}
+
+/* TILEC_CACHE_LOG=1: a line on stderr for each variant, from the cache or compiled. */
+static bool cache_log(void) {
+    const char *v = getenv("TILEC_CACHE_LOG");
+    return v && *v && strcmp(v, "0") != 0;
+}
 
 /* Compiles kernel `k` for the array facts `flags` at the highest occupancy
  * up to its own that does not spill (cuda_compile.h).  The disk cache keeps
  * the image under the key of the first emission, with the occupancy cap the
- * rule settled on: a cached kernel is emitted once more with that cap where
- * it is not the first's (on sm_90a the cap sets how much shared memory TMA
- * stores may take, so the threads, bytes and tensor maps the launch uses are
- * that emission's), and not compiled. */
+ * rule settled on and the hash of the emission compiled: a cached kernel is
+ * emitted once more with that cap where it is not the first's (on sm_90a the
+ * cap sets how much shared memory TMA stores may take, so the threads, bytes
+ * and tensor maps the launch uses are that emission's), and not compiled.  An
+ * emission whose source is not the one compiled (an environment variable of
+ * the emitter's set differently) is compiled afresh. */
+typedef enum { CACHE_MISS, CACHE_HIT, CACHE_OTHER } CacheLookup;
+
+/* Looks up `key` for kernel `k` whose first emission (options *opt) is
+ * *code.  CACHE_HIT: *image (malloc'd, *size bytes) and *head are the
+ * entry's, and *code is the emission at the entry's occupancy cap, the one
+ * its image was compiled from.  CACHE_OTHER: the entry's image is of another
+ * emission at that cap (another variant's, or the emitter's environment set
+ * otherwise).  An emission failing is *st, with CACHE_MISS. */
+static CacheLookup cache_find(tile_ctx *ctx, tile_kernel *k, const char *key, const CudaEmitOptions *opt,
+                              CudaKernelCode *code, void **image, size_t *size, CudaCacheHead *head, tile_status *st) {
+    CudaState *s = state(ctx);
+    void *entry = NULL;
+    *image = NULL;
+    if (!disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &entry, size, cuda_cache_warn, NULL)) return CACHE_MISS;
+    bool ok = *size > sizeof *head && (memcpy(head, entry, sizeof *head), memcmp(head->magic, cache_magic, 4) == 0) &&
+              head->max_occupancy >= 0 && (*image = malloc(*size - sizeof *head)) != NULL;
+    if (ok) {
+        *size -= sizeof *head;
+        memcpy(*image, (char *)entry + sizeof *head, *size);
+    }
+    free(entry);
+    if (!ok) return CACHE_MISS;   /* (an entry not written so: compile instead) */
+    CudaKernelCode at_cap = {0};
+    if (head->max_occupancy != opt->max_occupancy) {   /* the settled emission */
+        CudaEmitOptions settled = *opt;
+        settled.max_occupancy = head->max_occupancy;
+        if ((*st = kernel_args_emit(ctx, k, &settled, &at_cap)) != TILE_OK) {
+            free(*image);
+            *image = NULL;
+            return CACHE_MISS;
+        }
+    }
+    if (source_hash(at_cap.source ? at_cap.source : code->source) != head->source_hash) {
+        cuda_code_free(&at_cap);
+        free(*image);
+        *image = NULL;
+        return CACHE_OTHER;
+    }
+    if (at_cap.source) {
+        cuda_code_free(code);
+        *code = at_cap;
+    }
+    return CACHE_HIT;
+}
+
 static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, CudaVariant **out) {
     CudaState *s = state(ctx);
     const IrFunc *f = k->ir;
@@ -311,30 +372,27 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         cuda_code_free(&code);
         return st;
     }
-    /* NULL key (out of memory): compiled, not cached */
-    char *key = s->cache_dir[0] ? cuda_cache_key(s, code.source, code.sm90a, flags, f->nparams) : NULL;
+    /* Keyed by the first emission; where that entry's image is another
+     * emission's (another variant whose first emission is the same settled
+     * otherwise), by the first emission and the variant's array facts.  NULL
+     * key (no cache, out of memory): compiled, not cached. */
+    char *key = s->cache_dir[0] ? cuda_cache_key(s, code.source, code.sm90a, NULL, 0) : NULL;
     size_t size = 0;
-    void *image = NULL, *entry = NULL;
-    CudaCacheHead head = {{0}, 0};
-    if (key && disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &entry, &size, cuda_cache_warn, NULL)) {
-        if (size > sizeof head && (memcpy(&head, entry, sizeof head), memcmp(head.magic, cache_magic, 4) == 0) &&
-            head.max_occupancy >= 0 && (image = malloc(size - sizeof head)) != NULL) {
-            size -= sizeof head;
-            memcpy(image, (char *)entry + sizeof head, size);
-        }
-        free(entry);   /* (an entry not written so: compile instead) */
+    void *image = NULL;
+    CudaCacheHead head = {{0}, 0, 0};
+    CacheLookup found = key ? cache_find(ctx, k, key, &opt, &code, &image, &size, &head, &st) : CACHE_MISS;
+    if (found == CACHE_OTHER) {
+        free(key);
+        key = cuda_cache_key(s, code.source, code.sm90a, flags, f->nparams);
+        found = key ? cache_find(ctx, k, key, &opt, &code, &image, &size, &head, &st) : CACHE_MISS;
     }
-    if (image && head.max_occupancy != opt.max_occupancy) {   /* the settled emission's facts */
-        CudaEmitOptions settled = opt;
-        settled.max_occupancy = head.max_occupancy;
+    if (st != TILE_OK) {
+        free(key);
         cuda_code_free(&code);
-        st = kernel_args_emit(ctx, k, &settled, &code);
-        if (st != TILE_OK) {
-            free(image);
-            free(key);
-            return st;
-        }
+        return st;
     }
+    if (image && cache_log())
+        fprintf(stderr, "tilec: kernel %s: from the disk cache (occupancy cap %d)\n", f->name, head.max_occupancy);
     if (!image) {
         CudaCompiled im;
         char err[16384];
@@ -348,6 +406,10 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         im.image = NULL;
         memcpy(head.magic, cache_magic, 4);
         head.max_occupancy = im.max_occupancy;
+        head.source_hash = source_hash(code.source);   /* (code: the emission kept) */
+        if (cache_log())
+            fprintf(stderr, "tilec: kernel %s: compiled (%d NVRTC runs, %.0f ms; occupancy cap %d)\n", f->name,
+                    im.compilations, im.compile_ms, im.max_occupancy);
         char *entry_out = key ? malloc(sizeof head + size) : NULL;
         if (entry_out) {   /* best effort */
             memcpy(entry_out, &head, sizeof head);

@@ -118,7 +118,7 @@ int cuda_nvrtc_compile(const char *source, const char *name, int arch, int arch_
     nvrtcDestroyProgram(&prog);
     out->log = log ? log : calloc(1, 1);
     out->compile_ms = now_ms() - t0;
-    if (!out->ptx) {
+    if (!out->ptx) {   /* (callers read the PTX: no success without it) */
         snprintf(err, errlen, "NVRTC produced no PTX for %s", name);
         cuda_binary_free(out);
         return -1;

@@ -2,10 +2,11 @@
  * machines without a GPU (tests/runtime/fake_cuda_cache.sh).  It is an sm_90
  * device with host memory for device memory; modules are copied byte for byte
  * (a truncated image reads past its buffer, which ASan sees) and launches
- * are checked, not run: each kernel's parameter count is read from its
- * cubin's .nv.info (EIATTR_KPARAM_INFO records), and a launch whose
- * kernelParams array holds fewer pointers aborts, as the real driver would
- * read past it.  With FAKE_CUDA_LOG=FILE each launch appends a line: the
+ * are checked, not run: each kernel's parameters are read from its cubin's
+ * .nv.info (EIATTR_KPARAM_INFO records), and a launch aborts whose
+ * kernelParams array holds fewer pointers (the real driver would read past
+ * it) or passes anything but a tensor map this fake encoded for a 128-byte
+ * parameter.  With FAKE_CUDA_LOG=FILE each launch appends a line: the
  * kernel, its parameter count, block size and dynamic shared memory.
  * Defined: the entry points runtime/cuda_backend.c loads, and
  * cuGetExportTable, which NVRTC itself looks up in libcuda.so.1 (told "not
@@ -43,8 +44,13 @@ static Module *live(CUmodule m) {
     return mod;
 }
 
-/* The parameters of kernel `name` in a cubin, or -1 (PTX, or not found). */
-static int kernel_params(const Module *mod, const char *name) {
+/* What cuTensorMapEncodeTiled writes first in a map: a launch checks that
+ * each 128-byte parameter points to one. */
+static const char map_marker[16] = "fake tensor map";
+
+/* The parameters of kernel `name` in a cubin, or -1 (PTX, or not found);
+ * sizes[ordinal] their sizes in bytes (up to max of them). */
+static int kernel_params(const Module *mod, const char *name, int *sizes, int max) {
     const unsigned char *p = mod->image;
     if (mod->size < sizeof(Elf64_Ehdr) || memcmp(p, ELFMAG, SELFMAG) != 0) return -1;
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
@@ -58,7 +64,13 @@ static int kernel_params(const Module *mod, const char *name) {
         int n = 0;
         while (q + 4 <= end) {   /* records: format, attribute, then (SVAL) a 16-bit size and the value */
             if (q[0] == EIFMT_SVAL) {
-                n += q[1] == EIATTR_KPARAM_INFO;
+                /* KPARAM_INFO: index (4 bytes), ordinal (2), offset (2), then a word whose top 14 bits are the size */
+                if (q[1] == EIATTR_KPARAM_INFO && q + 16 <= end) {
+                    int ordinal = q[8] | q[9] << 8;
+                    uint32_t word = (uint32_t)q[12] | (uint32_t)q[13] << 8 | (uint32_t)q[14] << 16 | (uint32_t)q[15] << 24;
+                    if (ordinal < max) sizes[ordinal] = (int)((word >> 18) & 0x3fff);
+                    n++;
+                }
                 q += 4 + (q[2] | q[3] << 8);
             } else {
                 q += 4;
@@ -150,13 +162,21 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
     (void)gx, (void)gy, (void)gz, (void)stream, (void)extra;
     Function *fn = (Function *)f;
     Module *mod = live((CUmodule)fn->module);
-    int n = kernel_params(mod, fn->name);
+    int sizes[512] = {0};
+    int n = kernel_params(mod, fn->name, sizes, 512);
     size_t held = params ? malloc_usable_size(params) / sizeof(void *) : 0;   /* at least what was allocated */
     if (n >= 0 && (size_t)n > held) {
         fprintf(stderr, "fake libcuda: %s takes %d parameters but kernelParams holds %zu: the driver would read past it\n",
                 fn->name, n, held);
         abort();
     }
+    /* (held rounds up: a tensor map one short is read from past the array's end, or is no map) */
+    for (int i = 0; i < n && i < 512; i++)
+        if (!params[i] || (sizes[i] == 128 && memcmp(params[i], map_marker, sizeof map_marker) != 0)) {
+            fprintf(stderr, "fake libcuda: %s: parameter %d is %s\n", fn->name, i,
+                    params[i] ? "not a tensor map, where the kernel takes one" : "NULL");
+            abort();
+        }
     const char *log = getenv("FAKE_CUDA_LOG");
     FILE *out = log ? fopen(log, "a") : NULL;
     if (out) {
@@ -196,6 +216,7 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType dt, cuuint32
     for (cuuint32_t i = 0; i + 1 < rank; i++)
         if (stride[i] % 16) return CUDA_ERROR_INVALID_VALUE;
     memset(m, 0, sizeof *m);
+    memcpy(m, map_marker, sizeof map_marker);
     return CUDA_SUCCESS;
 }
 CUresult cuGetExportTable(const void **table, const CUuuid *id) {
