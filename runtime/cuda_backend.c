@@ -304,15 +304,6 @@ static bool cache_log(void) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* Compiles kernel `k` for the array facts `flags` at the highest occupancy
- * up to its own that does not spill (cuda_compile.h).  The disk cache keeps
- * the image under the key of the first emission, with the occupancy cap the
- * rule settled on and the hash of the emission compiled: a cached kernel is
- * emitted once more with that cap where it is not the first's (on sm_90a the
- * cap sets how much shared memory TMA stores may take, so the threads, bytes
- * and tensor maps the launch uses are that emission's), and not compiled.  An
- * emission whose source is not the one compiled (an environment variable of
- * the emitter's set differently) is compiled afresh. */
 typedef enum { CACHE_MISS, CACHE_HIT, CACHE_OTHER } CacheLookup;
 
 /* Looks up `key` for kernel `k` whose first emission (options *opt) is
@@ -358,6 +349,15 @@ static CacheLookup cache_find(tile_ctx *ctx, tile_kernel *k, const char *key, co
     return CACHE_HIT;
 }
 
+/* Compiles kernel `k` for the array facts `flags` at the highest occupancy
+ * up to its own that does not spill (cuda_compile.h).  The disk cache keeps
+ * the image under the key of the first emission, with the occupancy cap the
+ * rule settled on and the hash of the emission compiled: a cached kernel is
+ * emitted once more with that cap where it is not the first's (on sm_90a the
+ * cap sets how much shared memory TMA stores may take, so the threads, bytes
+ * and tensor maps the launch uses are that emission's), and not compiled.  An
+ * emission whose source is not the one compiled (an environment variable of
+ * the emitter's set differently) is compiled afresh. */
 static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, CudaVariant **out) {
     CudaState *s = state(ctx);
     const IrFunc *f = k->ir;
