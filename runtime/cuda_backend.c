@@ -304,6 +304,15 @@ static bool cache_log(void) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* Does kernel `name`'s emission `code` fit the device's shared memory per block? */
+static tile_status smem_fits(tile_ctx *ctx, const char *name, const CudaKernelCode *code) {
+    CudaState *s = state(ctx);
+    if (code->smem_bytes <= s->max_smem_optin) return TILE_OK;
+    return tile_error(ctx, TILE_ERR_COMPILE,
+                      "kernel '%s' needs %d bytes of shared memory; the device allows %d (use smaller tiles)",
+                      name, code->smem_bytes, s->max_smem_optin);
+}
+
 typedef enum { CACHE_MISS, CACHE_HIT, CACHE_OTHER } CacheLookup;
 
 /* Looks up `key` for kernel `k` whose first emission (options *opt) is
@@ -365,10 +374,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     CudaKernelCode code;
     tile_status st = kernel_args_emit(ctx, k, &opt, &code);
     if (st != TILE_OK) return st;
-    if (code.smem_bytes > s->max_smem_optin) {
-        st = tile_error(ctx, TILE_ERR_COMPILE,
-                        "kernel '%s' needs %d bytes of shared memory; the device allows %d (use smaller tiles)",
-                        f->name, code.smem_bytes, s->max_smem_optin);
+    if ((st = smem_fits(ctx, f->name, &code)) != TILE_OK) {
         cuda_code_free(&code);
         return st;
     }
@@ -418,10 +424,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
             free(entry_out);
         }
     }
-    if (code.smem_bytes > s->max_smem_optin) {   /* (the settled emission's: a lower occupancy may stage more) */
-        st = tile_error(ctx, TILE_ERR_COMPILE,
-                        "kernel '%s' needs %d bytes of shared memory; the device allows %d (use smaller tiles)",
-                        f->name, code.smem_bytes, s->max_smem_optin);
+    if ((st = smem_fits(ctx, f->name, &code)) != TILE_OK) {   /* (the settled emission's: a lower occupancy may stage more) */
         free(image);
         free(key);
         cuda_code_free(&code);
