@@ -108,6 +108,49 @@ void ir_block_remove(IrBlock *blk, int i) {
     blk->nops--;
 }
 
+/* ---- copying ---------------------------------------------------------- */
+
+static IrBlock *clone_block(IrFunc *to, const IrBlock *blk);
+
+static IrOp *clone_op(IrFunc *to, const IrOp *o) {
+    IrOp *c = ARENA_NEW(to->arena, IrOp);
+    *c = *o;
+    if (o->nargs > 0) {
+        c->args = ARENA_ARRAY(to->arena, int, o->nargs);
+        memcpy(c->args, o->args, sizeof(int) * (size_t)o->nargs);
+    }
+    if (c->result >= 0) to->values[c->result].def = c;
+    c->body = o->body ? clone_block(to, o->body) : NULL;
+    c->else_body = o->else_body ? clone_block(to, o->else_body) : NULL;
+    return c;
+}
+
+static IrBlock *clone_block(IrFunc *to, const IrBlock *blk) {
+    IrBlock *c = ir_block_new(to->arena);
+    for (int i = 0; i < blk->nops; i++) block_push(to->arena, c, clone_op(to, blk->ops[i]));
+    return c;
+}
+
+IrFunc *ir_clone(Arena *a, const IrFunc *f) {
+    IrFunc *c = ARENA_NEW(a, IrFunc);
+    *c = *f;
+    c->arena = a;
+    c->values = ARENA_ARRAY(a, IrValue, f->nvalues + 1);
+    c->cap_values = f->nvalues + 1;
+    if (f->nvalues) memcpy(c->values, f->values, sizeof(IrValue) * (size_t)f->nvalues);
+    c->locals = ARENA_ARRAY(a, IrLocal, f->nlocals + 1);
+    c->cap_locals = f->nlocals + 1;
+    if (f->nlocals) memcpy(c->locals, f->locals, sizeof(IrLocal) * (size_t)f->nlocals);
+    c->body = clone_block(c, f->body);   /* (the values' defs now point into the copy) */
+    return c;
+}
+
+void ir_block_insert(Arena *a, IrBlock *blk, int i, IrOp *op) {
+    block_push(a, blk, op);
+    memmove(&blk->ops[i + 1], &blk->ops[i], sizeof(IrOp *) * (size_t)(blk->nops - 1 - i));
+    blk->ops[i] = op;
+}
+
 /* ---- walking ---------------------------------------------------------- */
 
 void ir_walk(IrFunc *f, IrBlock *blk, IrVisit visit, void *ctx) {
