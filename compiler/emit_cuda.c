@@ -1919,6 +1919,8 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     /* TILEC_NO_TMA_STORE=1: 16-bit tiles stored from registers as they lie
      * (for measurements; emit_cuda_store.c) */
     E.opt_no_tma_store = ce_env_flag("TILEC_NO_TMA_STORE");
+    /* products the target computes better transposed (emit_cuda_rewrite.c): on a copy */
+    E.f = f = ce_rewrite_for_target(&E, f);
     E.stage_cap = *store_cap;
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
     E.pipe_chain = ARENA_ARRAY(&E.mem, bool, f->nvalues + 1);

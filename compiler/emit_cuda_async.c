@@ -55,7 +55,7 @@
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,
  * zero padding, at most two non-unit axes, one of them contiguous), all of
- * them or none: none when one tile is over READBACK_MAX_BYTES (in a short
+ * them or none: none when one tile is over CE_READBACK_MAX_BYTES (in a short
  * wgmma pipeline the largest leave it where their buffers would hold the
  * kernel to 1 block per SM: drop_costly_readbacks).  Riding it,
  * they are copied with cp.async into their own buffers ahead of time, then,
@@ -87,8 +87,6 @@ enum { ASYNC_NONE, ASYNC_LOAD, ASYNC_VIEW };
  * the tensor cores busy, so its pipeline may take most of shared memory */
 #define WGMMA_ASYNC_BUDGET (224 * 1024)   /* of the 227 KB a block may opt in to */
 #define WGMMA_MIN_STAGES 4
-/* The largest tile read back into registers that rides a pipeline. */
-#define READBACK_MAX_BYTES (16 * 1024)
 
 /* ---- analysis (once per kernel) ------------------------------------------------ */
 
@@ -352,14 +350,45 @@ static int mma_swizzle(Emitter *E, const Type *t, int row, int col) {
     return 0;
 }
 
+/* Is `o` a tf32 product for wgmma whose A is stored MN-major (its tile's
+ * contiguous axis is M) and whose B is K-major, so that A is better read
+ * into registers from its buffer as it landed (rounded there, nothing
+ * written back) than copied transposed in shared memory each iteration?
+ * The tf32 K x N matmul, computed as C^T = B^T A^T, is such a product.
+ * TILEC_TF32_A_COPY=1: the transposed copy, as before. */
+static bool tf32_a_by_registers(Emitter *E, const IrOp *o) {
+    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]);
+    if (!E->opt_wgmma || E->opt_wgmma_noreg || E->warpbits < 2 || at->dtype != DT_TF32 || ce_env_flag("TILEC_TF32_A_COPY"))
+        return false;
+    int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
+    if (at->rank != 2 || bt->rank != 2 || M != 16 << E->warpbits || K % 8 || N % 8 || N > 256) return false;
+    const IrOp *ops[16];
+    int col_a, col_b, n = chain_of(E, o->args[0], ops, 16);
+    bool round;
+    if (!n || !chain_geometry(E, ops, n, &col_a, &round) || col_a != 0) return false;
+    n = chain_of(E, o->args[1], ops, 16);
+    return n && chain_geometry(E, ops, n, &col_b, &round) && col_b == 0;   /* B K-major */
+}
+
 /* The loads that reach mma `o`'s operands through views and casts: async. */
 static void mark_operands(Emitter *E, const IrOp *o) {
     if (!on_tensor_cores(E, o)) return;
+    bool a_by_registers = E->mma_tf32_a_regs[o->result] = tf32_a_by_registers(E, o);
     for (int w = 0; w < 2; w++) {
         const IrOp *ops[16];
         int n = chain_of(E, o->args[w], ops, 16), col_dim;
         bool round;
         if (!n || !chain_geometry(E, ops, n, &col_dim, &round)) continue;
+        if (w == 0 && a_by_registers) {
+            /* read back (the pipeline's rule) one fragment element at a time:
+             * lane (g, t) reads row k = t (+ 4), column m = g (+ 8), so rows
+             * 8 banks apart keep a warp's 32 reads in 32 banks */
+            int row, col, cols;
+            load_axes(ops[0], ce_vtype(E, ops[0]->result), &row, &col);
+            cols = ce_vtype(E, ops[0]->result)->shape[col];
+            E->async_pitch[ops[0]->result] = cols + ((8 - cols % 32) % 32 + 32) % 32;
+            continue;
+        }
         int lv = ops[0]->result, row, col;
         const Type *lt = ce_vtype(E, lv);
         load_axes(ops[0], lt, &row, &col);
@@ -443,6 +472,7 @@ void ce_async_analyse(Emitter *E) {
     E->async_tr_wgmma = ARENA_ARRAY(&E->mem, short, n);
     E->async_tr_ptr = ARENA_ARRAY(&E->mem, const char *, n);
     E->async_read_direct = ARENA_ARRAY(&E->mem, bool, n);
+    E->mma_tf32_a_regs = ARENA_ARRAY(&E->mem, bool, n);
     E->readback_loop = ARENA_ARRAY(&E->mem, const IrOp *, n);
     E->async_mixed = ARENA_ARRAY(&E->mem, bool, n);
     for (int i = 0; i < n; i++) {
@@ -457,6 +487,7 @@ void ce_async_analyse(Emitter *E) {
         E->async_tr_wgmma[i] = 0;
         E->async_tr_ptr[i] = NULL;
         E->async_read_direct[i] = false;
+        E->mma_tf32_a_regs[i] = false;
         E->readback_loop[i] = NULL;
         E->nuses[i] = 0;
         E->async_kind[i] = ASYNC_NONE;
@@ -470,6 +501,9 @@ void ce_async_analyse(Emitter *E) {
     while (settle_readers(E, E->f->body)) {}
 }
 
+bool ce_async_tf32_a_by_registers(Emitter *E, const IrOp *o) {
+    return E->mma_tf32_a_regs && o->result >= 0 && E->mma_tf32_a_regs[o->result];
+}
 bool ce_async_is_view(Emitter *E, int v) { return v >= 0 && E->async_kind && E->async_kind[v] == ASYNC_VIEW; }
 bool ce_async_in_registers(Emitter *E, int v) { return !ce_async_is_view(E, v) || E->async_mixed[v]; }
 bool ce_async_is_load(Emitter *E, int v) { return v >= 0 && E->async_kind && E->async_kind[v] == ASYNC_LOAD; }
@@ -1463,7 +1497,7 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     int stages = 0;
     bool mma_loop = contains_mma(loop->body);
     /* register-read loads ride the pipeline all together or not at all */
-    int64_t rb_max = E->readback_max_bytes >= 0 ? E->readback_max_bytes : READBACK_MAX_BYTES;
+    int64_t rb_max = E->readback_max_bytes >= 0 ? E->readback_max_bytes : CE_READBACK_MAX_BYTES;
     /* A loop that holds a loop (compute_out's heads walked one after another;
      * not one of fewer than 4 iterations known when compiling) gets no
      * pipeline: an iteration running a whole inner loop outlasts a
@@ -1495,7 +1529,8 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
                             that a layout reading down columns meets no bank conflicts */
             int row, col;
             load_axes(o, ce_vtype(E, o->result), &row, &col);
-            E->async_pitch[o->result] = ce_vtype(E, o->result)->shape[col] + 16 / ce_regsize(ce_vdt(E, o->result));
+            if (!E->async_pitch[o->result])   /* (unless mark_operands chose one) */
+                E->async_pitch[o->result] = ce_vtype(E, o->result)->shape[col] + 16 / ce_regsize(ce_vdt(E, o->result));
         }
         int want = o->latency > 0 ? o->latency + 1 : 3;
         if (want > stages) stages = want;

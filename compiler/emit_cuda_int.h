@@ -181,6 +181,7 @@ typedef struct Emitter {
                                * wgmma's layout swizzled this many bytes wide (ce_wgmma_plan); 0: not so */
     const char **async_tr_ptr; /* ... C expression of the transposed copy this iteration reads */
     bool *async_read_direct;  /* ... a wgmma product reads it where it lands, not transposed (ce_wgmma_plan) */
+    bool *mma_tf32_a_regs;    /* per mma result: its tf32 A, stored MN-major, read from registers (tf32_a_by_registers) */
     short *async_swizzle;     /* ... rows of 32, 64 or 128 bytes, their 16-byte pieces permuted (the
                                * swizzle of that width; mma.sync's 16-bit operands take it too);
                                * 0: core matrices (wgmma) or padded rows (mma.sync) */
@@ -344,7 +345,16 @@ typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across 
     Pipe pipe;
     int64_t top;
 } AsyncLoopState;
+/* The largest tile read into registers that rides a cp.async pipeline, unless
+ * TILEC_READBACK_MAX_BYTES says otherwise (emit_cuda_async.c) */
+#define CE_READBACK_MAX_BYTES (16 * 1024)
+/* emit_cuda_rewrite.c: `f`, or a copy of it rewritten for the target (tf32
+ * products with an N-major B computed transposed on sm_90a) */
+const IrFunc *ce_rewrite_for_target(Emitter *E, const IrFunc *f);
 void ce_async_analyse(Emitter *E);
+/* Does tf32 product `o` read its MN-major A from registers, as it landed
+ * (emit_cuda_async.c's tf32_a_by_registers)? */
+bool ce_async_tf32_a_by_registers(Emitter *E, const IrOp *o);
 /* The async load whose tile operand `id` of an mma is (through views), or
  * -1; *col_dim: the operand dimension contiguous in shared memory; *round
  * (unless NULL): whether a cast to tf32 is on the way. */

@@ -256,13 +256,17 @@ static bool kperm_choice(Plan *P, const IrOp *o) {
  * loads for a pipelined load's buffer), where the staged path transposes
  * with ldmatrix for free; that pays only for a 16-bit product that then goes
  * to wgmma (fwd_pass_state's transpose(x * w): 0.386 -> 0.346 ms at (8, 4096,
- * 80, 64, 128, 1, 256) bf16, H200, docs/performance.md).  In tf32 it spilled. */
+ * 80, 64, 128, 1, 256) bf16, H200, docs/performance.md), and for a tf32 one
+ * whose A, stored MN-major, is read as it landed (the transposed products of
+ * emit_cuda_rewrite.c; the async analysis decides).  Other tf32 ones spilled. */
 static bool reg_a_candidate(Plan *P, const IrOp *o) {
     Emitter *E = P->E;
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]), *t = ce_vtype(E, o->result);
     if (!ce_mma_on_tensor_cores(at, bt, t) || at->rank != 2 || t->rank != 2) return false;
     if (ce_async_is_load(E, o->args[0]) || ce_async_is_view(E, o->args[0])) return false;
-    if (through_permute(P, o->args[0]) && !(ce_is_half(at->dtype) && ce_wgmma_may_read_a_registers(E, o))) return false;
+    if (through_permute(P, o->args[0]) &&
+        !((ce_is_half(at->dtype) || ce_async_tf32_a_by_registers(E, o)) && ce_wgmma_may_read_a_registers(E, o)))
+        return false;
     int M = at->shape[0];
     return (M >> E->warpbits) >= 16 && M % (16 << E->warpbits) == 0;
 }
