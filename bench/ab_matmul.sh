@@ -4,7 +4,7 @@
 # summary row per variant, size and round, for the GPU machine.
 #   bash bench/ab_matmul.sh 'LABEL|ENV=V ...' ...
 # Knobs: ONLY=bf16|tf32|tf32nt|... (TILEC_BENCH_ONLY, default bf16),
-# CONFIGS=128x128x64x4,... (TILEC_BENCH_CONFIGS: BMxBNxBKxWARPS, default all),
+# CONFIGS=128x128x64x4,... (TILEC_BENCH_CONFIGS: BMxBNxBKxWARPS, any shapes; default bench_gpu's),
 # ROUNDS (default 2).  Builds first (bench/run_gpu.sh --build-only) unless
 # $TILEC_GPU_BUILD already holds a build.  Example, the seventh session's two
 # mma.sync changes against the code before them:

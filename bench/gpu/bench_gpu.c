@@ -174,7 +174,10 @@ static bool has_word(const char *list, const char *word) {
 }
 
 static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind) {
-    tile_module *m = load(ctx, "examples/matmul.tile");
+    /* TILEC_BENCH_MATMUL_FILE: another program with kernels of the same names and
+     * constants (an experiment written by hand), relative to ROOT */
+    const char *file = getenv("TILEC_BENCH_MATMUL_FILE");
+    tile_module *m = load(ctx, file && *file ? file : "examples/matmul.tile");
     const char *label = matmul_kinds[kind].label;
     tile_dtype in = matmul_kinds[kind].tf32 ? TILE_F32 : TILE_BF16;
     size_t nn = (size_t)n * n;
@@ -188,19 +191,33 @@ static void bench_matmul(tile_ctx *ctx, cublasHandle_t h, int n, MatmulKind kind
     /* warp tiles 32x64 (8 warps on 128x128) up to 64x64 (4 warps on 128x128, 8 on 128x256);
      * on an sm_90 device they run on wgmma where their loop is pipelined, tf32 with B
      * copied transposed each iteration (TILEC_WGMMA=0: mma.sync) */
-    static const int cfgs[][4] = {{128, 128, 32, 8}, {128, 128, 32, 4}, {128, 256, 32, 8}, {128, 64, 32, 4},
-                                  {64, 128, 32, 4},  {64, 64, 32, 4},   {128, 128, 64, 8}, {128, 128, 64, 4},
-                                  {128, 256, 64, 8}, {256, 128, 64, 8}, {64, 256, 64, 4}};
+    static const int default_cfgs[][4] = {{128, 128, 32, 8}, {128, 128, 32, 4}, {128, 256, 32, 8}, {128, 64, 32, 4},
+                                          {64, 128, 32, 4},  {64, 64, 32, 4},   {128, 128, 64, 8}, {128, 128, 64, 4},
+                                          {128, 256, 64, 8}, {256, 128, 64, 8}, {64, 256, 64, 4}};
+    /* TILEC_BENCH_CONFIGS=128x128x64x4,...: these instead (BMxBNxBKxWARPS; bench/ab_matmul.sh) */
+    const char *only_cfgs = getenv("TILEC_BENCH_CONFIGS");
+    int cfgs[32][4];
+    size_t ncfgs = 0;
+    if (only_cfgs && *only_cfgs) {
+        for (const char *p = only_cfgs; *p && ncfgs < 32;) {
+            int *c = cfgs[ncfgs], used = 0;
+            if (sscanf(p, "%dx%dx%dx%d%n", &c[0], &c[1], &c[2], &c[3], &used) != 4 || used == 0) {
+                fprintf(stderr, "TILEC_BENCH_CONFIGS: expected BMxBNxBKxWARPS at '%s'\n", p);
+                exit(2);
+            }
+            ncfgs++;
+            p += used;
+            if (*p == ',') p++;
+        }
+    } else {
+        memcpy(cfgs, default_cfgs, sizeof default_cfgs);
+        ncfgs = sizeof default_cfgs / sizeof default_cfgs[0];
+    }
     double best_ms = 1e30;
     char best[64] = "";
     /* TILEC_BENCH_GROUP_M: the blocks' order over C (examples/matmul.tile, tile_of; 0: bid(0), bid(1)) */
     const char *group = getenv("TILEC_BENCH_GROUP_M");
-    /* TILEC_BENCH_CONFIGS=128x128x64x4,...: only these (BMxBNxBKxWARPS; bench/ab_matmul.sh) */
-    const char *only_cfgs = getenv("TILEC_BENCH_CONFIGS");
-    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "%dx%dx%dx%d", cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3]);
-        if (only_cfgs && !has_word(only_cfgs, name)) continue;
+    for (size_t i = 0; i < ncfgs; i++) {
         tile_const cs[5] = {{"BM", 0, cfgs[i][0], 0}, {"BN", 0, cfgs[i][1], 0}, {"BK", 0, cfgs[i][2], 0},
                             {"num_warps", 0, cfgs[i][3], 0}, {"GROUP_M", 0, group ? atoi(group) : 0, 0}};
         tile_kernel *k;
