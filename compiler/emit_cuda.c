@@ -1919,7 +1919,11 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     /* TILEC_NO_TMA_STORE=1: 16-bit tiles stored from registers as they lie
      * (for measurements; emit_cuda_store.c) */
     E.opt_no_tma_store = ce_env_flag("TILEC_NO_TMA_STORE");
-    /* products the target computes better transposed (emit_cuda_rewrite.c): on a copy */
+    /* TILEC_TRANSPOSED_PRODUCTS=1: tf32 products with a B stored [K][N] computed
+     * as their transpose on sm_90a (emit_cuda_rewrite.c, on a copy of the IR),
+     * their A read into registers as it landed; opt-in until it is timed on a
+     * GPU (docs/performance.md, "the tenth session") */
+    E.opt_transposed_products = ce_env_flag("TILEC_TRANSPOSED_PRODUCTS");
     E.f = f = ce_rewrite_for_target(&E, f);
     E.stage_cap = *store_cap;
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);

@@ -355,10 +355,10 @@ static int mma_swizzle(Emitter *E, const Type *t, int row, int col) {
  * into registers from its buffer as it landed (rounded there, nothing
  * written back) than copied transposed in shared memory each iteration?
  * The tf32 K x N matmul, computed as C^T = B^T A^T, is such a product.
- * TILEC_TF32_A_COPY=1: the transposed copy, as before. */
+ * With TILEC_TRANSPOSED_PRODUCTS=1 alone (emit_cuda_rewrite.c), until timed. */
 static bool tf32_a_by_registers(Emitter *E, const IrOp *o) {
     const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]);
-    if (!E->opt_wgmma || E->opt_wgmma_noreg || E->warpbits < 2 || at->dtype != DT_TF32 || ce_env_flag("TILEC_TF32_A_COPY"))
+    if (!E->opt_transposed_products || !E->opt_wgmma || E->opt_wgmma_noreg || E->warpbits < 2 || at->dtype != DT_TF32)
         return false;
     int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
     if (at->rank != 2 || bt->rank != 2 || M != 16 << E->warpbits || K % 8 || N % 8 || N > 256) return false;

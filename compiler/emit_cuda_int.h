@@ -226,6 +226,7 @@ typedef struct Emitter {
     bool *local_wgmma;        /* per local: a wgmma accumulates into its registers in place */
     /* stores by TMA through shared memory (emit_cuda_store.c) */
     bool opt_no_tma_store;    /* TILEC_NO_TMA_STORE */
+    bool opt_transposed_products;   /* TILEC_TRANSPOSED_PRODUCTS: emit_cuda_rewrite.c's rewrite (opt-in until timed) */
     int stage_cap;            /* the largest box a warp may store by TMA, bytes (cuda_emit lowers it) */
     bool *tma_store_ok;       /* per parameter: an array that only stores access */
     bool *tma_stored;         /* per parameter: some store of it went by TMA (in this pass or an earlier one) */

@@ -131,8 +131,7 @@ const IrFunc *ce_rewrite_for_target(Emitter *E, const IrFunc *f) {
     long long readback_max = E->readback_max_bytes >= 0 ? E->readback_max_bytes : CE_READBACK_MAX_BYTES;
     /* (not where tf32 K x N products stay on mma.sync: TILEC_NO_WGMMA_TRANSPOSE,
      * or the emission again without their copies, emit_kernel) */
-    if (!E->opt_wgmma || E->opt_wgmma_noreg || E->opt_no_wgmma_transpose || ce_env_flag("TILEC_NO_TRANSPOSED_PRODUCTS"))
-        return f;
+    if (!E->opt_transposed_products || !E->opt_wgmma || E->opt_wgmma_noreg || E->opt_no_wgmma_transpose) return f;
     if (!count_block(f, f->body, E->warpbits, readback_max)) return f;
     IrFunc *c = ir_clone(&E->mem, f);
     rewrite_block(c, c->body, E->warpbits, readback_max);
