@@ -1810,18 +1810,21 @@ int ce_smem_blocks(int64_t smem) { return smem > 0 ? (int)(SMEM_PER_SM / (smem +
  * needs a pipeline, so the kernel is emitted again with all such products
  * on mma.sync (mma_sync_tf32_kn), whose buffers are smaller. */
 static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn,
-                       int *store_cap, bool no_mixed32, bool *mixed32);
+                       bool as_written, int *store_cap, bool no_mixed32, bool *mixed32);
 
-/* ... and 2 when the buffers of stores by TMA would cost the kernel a block
+/* ... 2 when the buffers of stores by TMA would cost the kernel a block
  * per SM (emit_cuda_store.c): emitted again with only the stores of smaller
- * boxes by TMA (*store_cap lowered below the largest), until none are. */
+ * boxes by TMA (*store_cap lowered below the largest), until none are; and 3
+ * when a product emit_cuda_rewrite.c transposed did not get the form it was
+ * transposed for: emitted again as written (as_written). */
 static int emit_settled(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool no_mixed32,
                         bool *mixed32) {
-    bool kn = false;
+    bool kn = false, as_written = false;
     int store_cap = INT_MAX;
     for (;;) {
-        int rc = emit_kernel(f, opt, res, d, kn, &store_cap, no_mixed32, mixed32);
+        int rc = emit_kernel(f, opt, res, d, kn, as_written, &store_cap, no_mixed32, mixed32);
         if (rc == 1 && !kn) kn = true;
+        else if (rc == 3 && !as_written) as_written = true;
         else if (rc != 2) return rc;
     }
 }
@@ -1850,7 +1853,7 @@ int cuda_emit(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, 
 }
 
 static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCode *res, Diag *d, bool mma_sync_tf32_kn,
-                       int *store_cap, bool no_mixed32, bool *mixed32) {
+                       bool as_written, int *store_cap, bool no_mixed32, bool *mixed32) {
     memset(res, 0, sizeof *res);
     Emitter E;
     memset(&E, 0, sizeof E);
@@ -1923,7 +1926,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
      * as their transpose on sm_90a (emit_cuda_rewrite.c, on a copy of the IR),
      * their A read into registers as it landed; opt-in until it is timed on a
      * GPU (docs/performance.md, "the tenth session") */
-    E.opt_transposed_products = ce_env_flag("TILEC_TRANSPOSED_PRODUCTS");
+    E.opt_transposed_products = !as_written && ce_env_flag("TILEC_TRANSPOSED_PRODUCTS");
     E.f = f = ce_rewrite_for_target(&E, f);
     E.stage_cap = *store_cap;
     E.vals = ARENA_ARRAY(&E.mem, Val, f->nvalues + 1);
@@ -1956,6 +1959,11 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
         free(E.body.p);
         arena_free(&E.mem);
         return again ? 1 : -1;
+    }
+    if (!ce_rewrite_held(&E)) {
+        free(E.body.p);
+        arena_free(&E.mem);
+        return 3;
     }
     /* (the blocks per SM the kernel could run without them: the shared
      * memory's, the occupancy asked for, the threads') */

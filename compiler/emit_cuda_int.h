@@ -182,6 +182,7 @@ typedef struct Emitter {
     const char **async_tr_ptr; /* ... C expression of the transposed copy this iteration reads */
     bool *async_read_direct;  /* ... a wgmma product reads it where it lands, not transposed (ce_wgmma_plan) */
     bool *mma_tf32_a_regs;    /* per mma result: its tf32 A, stored MN-major, read from registers (tf32_a_by_registers) */
+    bool *transposed;         /* per value: a product emit_cuda_rewrite.c transposed (NULL: none) */
     short *async_swizzle;     /* ... rows of 32, 64 or 128 bytes, their 16-byte pieces permuted (the
                                * swizzle of that width; mma.sync's 16-bit operands take it too);
                                * 0: core matrices (wgmma) or padded rows (mma.sync) */
@@ -352,6 +353,9 @@ typedef struct AsyncLoopState {   /* the enclosing loop's pipeline, kept across 
 /* emit_cuda_rewrite.c: `f`, or a copy of it rewritten for the target (tf32
  * products with an N-major B computed transposed on sm_90a) */
 const IrFunc *ce_rewrite_for_target(Emitter *E, const IrFunc *f);
+/* ... and whether every product it transposed got the form it was made for
+ * (wgmma with A from registers, read back from a pipelined buffer) */
+bool ce_rewrite_held(Emitter *E);
 void ce_async_analyse(Emitter *E);
 /* Does tf32 product `o` read its MN-major A from registers, as it landed
  * (emit_cuda_async.c's tf32_a_by_registers)? */

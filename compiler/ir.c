@@ -141,11 +141,12 @@ IrFunc *ir_clone(Arena *a, const IrFunc *f) {
     c->locals = ARENA_ARRAY(a, IrLocal, f->nlocals + 1);
     c->cap_locals = f->nlocals + 1;
     if (f->nlocals) memcpy(c->locals, f->locals, sizeof(IrLocal) * (size_t)f->nlocals);
-    c->body = clone_block(c, f->body);   /* (the values' defs now point into the copy) */
+    c->body = clone_block(c, f->body);   /* (the defs of values the body defines now point into the copy) */
     return c;
 }
 
 void ir_block_insert(Arena *a, IrBlock *blk, int i, IrOp *op) {
+    if (i < 0 || i > blk->nops) i = blk->nops;
     block_push(a, blk, op);
     memmove(&blk->ops[i + 1], &blk->ops[i], sizeof(IrOp *) * (size_t)(blk->nops - 1 - i));
     blk->ops[i] = op;

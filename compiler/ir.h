@@ -156,7 +156,7 @@ IrOp    *ir_append(IrFunc *f, IrBlock *blk, OpId op, Loc loc, const Type *result
 int      ir_new_value(IrFunc *f, Type type, IrOp *def);
 int      ir_new_local(IrFunc *f, Type type, const char *name, Loc loc);
 void     ir_block_remove(IrBlock *blk, int i);     /* removes ops[i] (keeps order) */
-void     ir_block_insert(Arena *a, IrBlock *blk, int i, IrOp *op);   /* op becomes ops[i] */
+void     ir_block_insert(Arena *a, IrBlock *blk, int i, IrOp *op);   /* op becomes ops[i] (appended if i is out of range) */
 /* A copy of `f` in arena `a` that may be changed without touching `f`: its
  * values, locals, blocks and ops are new (params, consts and names shared). */
 IrFunc  *ir_clone(Arena *a, const IrFunc *f);
