@@ -81,12 +81,17 @@ static bool chain_single_use(const IrFunc *f, const Uses *u, int v) {
 }
 
 /* Does `reader` (NULL: several readers) lead only to a store: a store, or a
- * cast or element-wise op whose one reader is a store? */
+ * chain of casts and element-wise ops, each read once, ending in one (an
+ * epilogue such as acc * alpha + bias)? */
 static bool read_for_store(const Uses *u, const IrOp *reader) {
-    if (!reader) return false;
-    if (reader->op == OP_STORE) return true;
-    if (reader->op != OP_CAST && !ir_op_is_elementwise(reader->op)) return false;
-    return reader->result >= 0 && u->count[reader->result] == 1 && u->single[reader->result]->op == OP_STORE;
+    for (int depth = 0; reader && depth < 16; depth++) {
+        if (reader->op == OP_STORE) return true;
+        if ((reader->op != OP_CAST && !ir_op_is_elementwise(reader->op)) || reader->result < 0 ||
+            u->count[reader->result] != 1)
+            return false;
+        reader = u->single[reader->result];
+    }
+    return false;
 }
 
 /* Does some op of blk (or the blocks it holds) other than `self` write local
