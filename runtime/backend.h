@@ -104,6 +104,11 @@ struct tile_backend_ops {
     /* Compiles k->ir; sets k->backend_data.  Called once per kernel. */
     tile_status (*compile)(tile_ctx *ctx, tile_kernel *k);
     void        (*release_kernel)(tile_ctx *ctx, tile_kernel *k);   /* frees backend_data */
+    /* Optional (NULL: tile_kernel_prefetch does nothing): compiles the
+     * specialised kernels fs[0..n) ahead, on several threads, so that their
+     * compile later finds them done.  Best effort: what fails here is left
+     * for compile to report.  The IR is the caller's and goes after the call. */
+    void        (*prefetch)(tile_ctx *ctx, const IrFunc *const *fs, int n);
     tile_status (*launch)(tile_ctx *ctx, tile_kernel *k, const int grid[3],
                           const tile_launch_arg *args, int nargs, void *stream);
     tile_status (*malloc_)(tile_ctx *ctx, size_t bytes, void **ptr);

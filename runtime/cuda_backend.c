@@ -16,19 +16,24 @@
  * disables), keyed by the full generated source, device header, NVRTC
  * options, arch and NVRTC version; a damaged entry is warned about on stderr,
  * rebuilt and rewritten.  A variant is compiled at the highest occupancy up
- * to the kernel's that ptxas fits without spills (cuda_compile.h). */
+ * to the kernel's that ptxas fits without spills (cuda_compile.h).
+ * tile_kernel_prefetch compiles many kernels' likely variants at once, on
+ * several threads (cuda_prefetch), and leaves their images in the state for
+ * build_variant to take as it would the disk cache's. */
 #include "backend.h"
 #include "cuda_compile.h"
 #include "cuda_nvrtc.h"
 #include "disk_cache.h"
 #include "emit_cuda.h"
 #include "kernel_args.h"
+#include "workers.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the driver, loaded with dlopen -------------------------------------------- */
 
@@ -80,7 +85,18 @@ typedef struct CudaState {
     int multiprocessors;
     char name[256];
     char cache_dir[4096];     /* "" = no disk cache */
+    struct Prefetched *prefetched;   /* images compiled ahead (cuda_prefetch), not yet taken */
 } CudaState;
+
+/* An image cuda_prefetch compiled, waiting for its kernel's build_variant: a
+ * disk-cache entry (CudaCacheHead, then the image) under its disk-cache key.
+ * Taken (and freed) by the first lookup of that key. */
+typedef struct Prefetched {
+    struct Prefetched *next;
+    char *key;
+    void *entry;
+    size_t size;
+} Prefetched;
 
 /* One compiled specialisation of a kernel. */
 typedef struct CudaVariant {
@@ -221,6 +237,13 @@ static void cuda_destroy(tile_ctx *ctx) {
     if (!s) return;
     s->drv.CtxSynchronize();
     s->drv.DevicePrimaryCtxRelease(s->dev);
+    for (Prefetched *p = s->prefetched; p;) {
+        Prefetched *next = p->next;
+        free(p->key);
+        free(p->entry);
+        free(p);
+        p = next;
+    }
     dlclose(s->drv.lib);
     free(s);
     ctx->backend_state = NULL;
@@ -315,18 +338,36 @@ static tile_status smem_fits(tile_ctx *ctx, const char *name, const CudaKernelCo
 
 typedef enum { CACHE_MISS, CACHE_HIT, CACHE_OTHER } CacheLookup;
 
+/* The entry of `key`: compiled ahead (taken from the list; *ahead set), else
+ * the disk cache's; false when neither has it. */
+static bool entry_get(CudaState *s, const char *key, void **entry, size_t *size, bool *ahead) {
+    for (Prefetched **at = &s->prefetched; *at; at = &(*at)->next)
+        if (strcmp((*at)->key, key) == 0) {
+            Prefetched *p = *at;
+            *at = p->next;
+            *entry = p->entry;
+            *size = p->size;
+            free(p->key);
+            free(p);
+            *ahead = true;
+            return true;
+        }
+    return s->cache_dir[0] && disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, entry, size, cuda_cache_warn, NULL);
+}
+
 /* Looks up `key` for kernel `k` whose first emission (options *opt) is
  * *code.  CACHE_HIT: *image (malloc'd, *size bytes) and *head are the
  * entry's, and *code is the emission at the entry's occupancy cap, the one
  * its image was compiled from.  CACHE_OTHER: the entry's image is of another
  * emission at that cap (another variant's, or the emitter's environment set
- * otherwise).  An emission failing is *st, with CACHE_MISS. */
+ * otherwise).  *ahead: the entry was compiled ahead (cuda_prefetch), not
+ * read from the disk.  An emission failing is *st, with CACHE_MISS. */
 static CacheLookup cache_find(tile_ctx *ctx, tile_kernel *k, const char *key, const CudaEmitOptions *opt,
-                              CudaKernelCode *code, void **image, size_t *size, CudaCacheHead *head, tile_status *st) {
-    CudaState *s = state(ctx);
+                              CudaKernelCode *code, void **image, size_t *size, CudaCacheHead *head, bool *ahead,
+                              tile_status *st) {
     void *entry = NULL;
     *image = NULL;
-    if (!disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &entry, size, cuda_cache_warn, NULL)) return CACHE_MISS;
+    if (!entry_get(state(ctx), key, &entry, size, ahead)) return CACHE_MISS;
     bool ok = *size > sizeof *head && (memcpy(head, entry, sizeof *head), memcmp(head->magic, cache_magic, 4) == 0) &&
               head->max_occupancy >= 0 && (*image = malloc(*size - sizeof *head)) != NULL;
     if (ok) {
@@ -382,15 +423,16 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
      * emission's (another variant whose first emission is the same settled
      * otherwise), by the first emission and the variant's array facts.  NULL
      * key (no cache, out of memory): compiled, not cached. */
-    char *key = s->cache_dir[0] ? cuda_cache_key(s, code.source, code.sm90a, NULL, 0) : NULL;
+    char *key = s->cache_dir[0] || s->prefetched ? cuda_cache_key(s, code.source, code.sm90a, NULL, 0) : NULL;
     size_t size = 0;
     void *image = NULL;
     CudaCacheHead head = {{0}, 0, 0};
-    CacheLookup found = key ? cache_find(ctx, k, key, &opt, &code, &image, &size, &head, &st) : CACHE_MISS;
+    bool ahead = false;
+    CacheLookup found = key ? cache_find(ctx, k, key, &opt, &code, &image, &size, &head, &ahead, &st) : CACHE_MISS;
     if (found == CACHE_OTHER) {
         free(key);
         key = cuda_cache_key(s, code.source, code.sm90a, flags, f->nparams);
-        found = key ? cache_find(ctx, k, key, &opt, &code, &image, &size, &head, &st) : CACHE_MISS;
+        found = key ? cache_find(ctx, k, key, &opt, &code, &image, &size, &head, &ahead, &st) : CACHE_MISS;
     }
     if (st != TILE_OK) {
         free(key);
@@ -398,7 +440,8 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         return st;
     }
     if (image && cache_log())
-        fprintf(stderr, "tilec: kernel %s: from the disk cache (occupancy cap %d)\n", f->name, head.max_occupancy);
+        fprintf(stderr, "tilec: kernel %s: %s (occupancy cap %d)\n", f->name,
+                ahead ? "compiled ahead" : "from the disk cache", head.max_occupancy);
     if (!image) {
         CudaCompiled im;
         char err[16384];
@@ -416,7 +459,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         if (cache_log())
             fprintf(stderr, "tilec: kernel %s: compiled (%d NVRTC runs, %.0f ms; occupancy cap %d)\n", f->name,
                     im.compilations, im.compile_ms, im.max_occupancy);
-        char *entry_out = key ? malloc(sizeof head + size) : NULL;
+        char *entry_out = key && s->cache_dir[0] ? malloc(sizeof head + size) : NULL;
         if (entry_out) {   /* best effort */
             memcpy(entry_out, &head, sizeof head);
             memcpy(entry_out + sizeof head, image, size);
@@ -463,16 +506,24 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     return TILE_OK;
 }
 
+/* The array facts of the variant compiled first (the likely one): every
+ * array aligned, with 31-bit offsets, and TMA where the driver has it; NULL
+ * when out of memory. */
+static unsigned char *likely_flags(const CudaState *s, const IrFunc *f) {
+    int np = f->nparams;
+    unsigned char *flags = calloc((size_t)(np > 0 ? np : 1), 1);
+    for (int i = 0; i < np && flags; i++)
+        if (f->params[i].kind == IRP_ARRAY)
+            flags[i] = s->drv.TensorMapEncodeTiled ? CUDA_ARRAY_FAST : CUDA_ARRAY_FAST & ~CUDA_ARRAY_TMA;
+    return flags;
+}
+
 static tile_status cuda_compile(tile_ctx *ctx, tile_kernel *k) {
     CudaKernel *ck = calloc(1, sizeof *ck);
     if (!ck) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
     /* the likely variant now, so errors show at tile_kernel_get */
-    int np = k->ir->nparams;
-    unsigned char *flags = calloc((size_t)(np > 0 ? np : 1), 1);
+    unsigned char *flags = likely_flags(state(ctx), k->ir);
     if (!flags) { free(ck); return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory"); }
-    for (int i = 0; i < np; i++)
-        if (k->ir->params[i].kind == IRP_ARRAY)
-            flags[i] = state(ctx)->drv.TensorMapEncodeTiled ? CUDA_ARRAY_FAST : CUDA_ARRAY_FAST & ~CUDA_ARRAY_TMA;
     CudaVariant *v = NULL;
     tile_status st = build_variant(ctx, k, flags, &v);
     free(flags);
@@ -480,6 +531,115 @@ static tile_status cuda_compile(tile_ctx *ctx, tile_kernel *k) {
     ck->variants = v;
     k->backend_data = ck;
     return TILE_OK;
+}
+
+/* ---- compiling ahead (tile_kernel_prefetch) ------------------------------------------ */
+
+/* One kernel of cuda_prefetch: in, the state (read only) and the IR; out, the
+ * entry build_variant will find under `key`, or none. */
+typedef struct PrefetchJob {
+    const CudaState *s;
+    const IrFunc *f;
+    char *key;
+    void *entry;
+    size_t size;
+    double ms;        /* NVRTC's time */
+    bool on_disk;     /* the disk cache had the entry already */
+} PrefetchJob;
+
+/* What build_variant does for the likely variant of jobs[i].f up to the
+ * cache entry, on a worker thread: emit, look the key up, compile with the
+ * occupancy rule, write the disk cache.  Touches only its job, the state
+ * read-only and the disk cache (whose writes are atomic).  Failures leave no
+ * entry: build_variant meets them again and reports them. */
+static void prefetch_one(void *user, int i) {
+    PrefetchJob *j = &((PrefetchJob *)user)[i];
+    const CudaState *s = j->s;
+    unsigned char *flags = likely_flags(s, j->f);
+    if (!flags) return;
+    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s), 0, 0};
+    CudaKernelCode code;
+    Diag d;
+    diag_init(&d, "", "");
+    int rc = cuda_emit(j->f, &opt, &code, &d);
+    diag_free(&d);
+    if (rc != 0) {
+        free(flags);
+        return;
+    }
+    char *key = code.smem_bytes <= s->max_smem_optin ? cuda_cache_key(s, code.source, code.sm90a, NULL, 0) : NULL;
+    void *old = NULL;
+    size_t old_size = 0;
+    if (key && s->cache_dir[0] &&
+        disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &old, &old_size, cuda_cache_warn, NULL)) {
+        free(old);   /* (compiled before: build_variant reads it from the disk) */
+        j->on_disk = true;
+        free(key);
+        key = NULL;
+    }
+    CudaCompiled im;
+    char err[512];
+    if (key && cuda_compile_settled(j->f, opt, s->arch, &code, &im, err, sizeof err) == 0) {
+        CudaCacheHead head;
+        memcpy(head.magic, cache_magic, 4);
+        head.max_occupancy = im.max_occupancy;
+        head.source_hash = source_hash(code.source);
+        j->entry = malloc(sizeof head + im.size);
+        if (j->entry) {
+            memcpy(j->entry, &head, sizeof head);
+            memcpy((char *)j->entry + sizeof head, im.image, im.size);
+            j->size = sizeof head + im.size;
+            j->key = key;
+            key = NULL;
+            j->ms = im.compile_ms;
+            if (s->cache_dir[0]) disk_cache_put(s->cache_dir, CUDA_CACHE_KIND, j->key, j->entry, j->size, NULL, 0);
+        }
+        cuda_compile_free(&im);
+    }
+    free(key);
+    cuda_code_free(&code);
+    free(flags);
+}
+
+static double wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Compiles the likely variants of fs[0..n) on workers_count(n) threads and
+ * keeps their images in the state until build_variant takes them. */
+static void cuda_prefetch(tile_ctx *ctx, const IrFunc *const *fs, int n) {
+    CudaState *s = state(ctx);
+    PrefetchJob *jobs = calloc((size_t)n, sizeof *jobs);
+    if (!jobs) return;
+    for (int i = 0; i < n; i++) {
+        jobs[i].s = s;
+        jobs[i].f = fs[i];
+    }
+    (void)cuda_nvrtc_options();   /* (its text is made once, before the threads read it) */
+    (void)cuda_nvrtc_version();
+    int threads = workers_count(n);
+    double t0 = wall_ms(), nvrtc_ms = 0;
+    workers_run(n, threads, prefetch_one, jobs);
+    int kept = 0, on_disk = 0;
+    for (int i = 0; i < n; i++) {
+        on_disk += jobs[i].on_disk;
+        Prefetched *p = jobs[i].entry ? malloc(sizeof *p) : NULL;
+        if (p) {
+            *p = (Prefetched){s->prefetched, jobs[i].key, jobs[i].entry, jobs[i].size};
+            s->prefetched = p;
+            kept++;
+            nvrtc_ms += jobs[i].ms;
+        } else {
+            free(jobs[i].key);
+            free(jobs[i].entry);
+        }
+    }
+    if (cache_log())
+        fprintf(stderr, "tilec: compiled %d of %d kernels ahead (%d on disk already) on %d thread%s in %.0f ms "
+                "(NVRTC %.0f ms in all)\n", kept, n, on_disk, threads, threads == 1 ? "" : "s", wall_ms() - t0, nvrtc_ms);
+    free(jobs);
 }
 
 static void cuda_release_kernel(tile_ctx *ctx, tile_kernel *k) {
@@ -682,25 +842,26 @@ static void cuda_event_destroy(tile_ctx *ctx, void *ev) {
 }
 
 static const tile_backend_ops cuda_ops = {
-    "cuda",
-    cuda_init,
-    cuda_destroy,
-    cuda_device_name,
-    cuda_compile,
-    cuda_release_kernel,
-    cuda_launch,
-    cuda_malloc,
-    cuda_free,
-    cuda_memcpy,
-    cuda_memset,
-    cuda_synchronize,
-    cuda_mem_info,
-    cuda_event_create,
-    cuda_event_record,
-    cuda_event_elapsed_ms,
-    cuda_event_destroy,
-    cuda_codegen_tag,
-    cuda_multiprocessors,
+    .name = "cuda",
+    .init = cuda_init,
+    .destroy = cuda_destroy,
+    .device_name = cuda_device_name,
+    .compile = cuda_compile,
+    .release_kernel = cuda_release_kernel,
+    .prefetch = cuda_prefetch,
+    .launch = cuda_launch,
+    .malloc_ = cuda_malloc,
+    .free_ = cuda_free,
+    .memcpy_ = cuda_memcpy,
+    .memset_ = cuda_memset,
+    .synchronize = cuda_synchronize,
+    .mem_info = cuda_mem_info,
+    .event_create = cuda_event_create,
+    .event_record = cuda_event_record,
+    .event_elapsed_ms = cuda_event_elapsed_ms,
+    .event_destroy = cuda_event_destroy,
+    .codegen_tag = cuda_codegen_tag,
+    .multiprocessors = cuda_multiprocessors,
 };
 
 const tile_backend_ops *tile_cuda_backend(void) { return &cuda_ops; }

@@ -15,11 +15,15 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* (made on the first call and never changed: cuda_prefetch's threads read
+ * it after that; the same holds for cuda_nvrtc_options) */
 const char *cuda_nvrtc_version(void) {
     static char buf[32];
-    int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "?";
-    snprintf(buf, sizeof buf, "%d.%d", major, minor);
+    if (!buf[0]) {
+        int major = 0, minor = 0;
+        if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "?";
+        snprintf(buf, sizeof buf, "%d.%d", major, minor);
+    }
     return buf;
 }
 

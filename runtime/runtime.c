@@ -535,6 +535,66 @@ static tile_status kernel_not_found(tile_module *mod, const char *name) {
     return st;
 }
 
+/* The problem with constant list consts[0..n) (named, distinct, of a known
+ * kind), worded for tile_kernel_get's error into buf; NULL when there is none. */
+static const char *consts_problem(const tile_const *consts, int n, char *buf, size_t nbuf) {
+    if (n < 0 || (n > 0 && !consts)) {
+        snprintf(buf, nbuf, "tile_kernel_get: bad constant list (%d entries)", n);
+        return buf;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!consts[i].name) {
+            snprintf(buf, nbuf, "tile_kernel_get: constant %d has no name", i);
+            return buf;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(consts[i].name, consts[j].name) == 0) {
+                snprintf(buf, nbuf, "constant '%s' given twice", consts[i].name);
+                return buf;
+            }
+        if (consts[i].kind < TILE_CONST_INT || consts[i].kind > TILE_CONST_DTYPE) {
+            snprintf(buf, nbuf, "constant '%s': kind %d is none of int, float, dtype", consts[i].name, consts[i].kind);
+            return buf;
+        }
+        if (consts[i].kind == TILE_CONST_DTYPE && (consts[i].i < 0 || consts[i].i >= TILE_DTYPE_COUNT)) {
+            snprintf(buf, nbuf, "constant '%s': %lld is not a tile_dtype", consts[i].name, (long long)consts[i].i);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* Kernel `name` of `mod` specialised on the (checked) constants and
+ * optimised, in `arena`; NULL with the diagnostics in *d. */
+static IrFunc *specialise(tile_module *mod, const char *name, const tile_const *consts, int nconsts, Arena *arena,
+                          Diag *d) {
+    ConstBinding *binds = calloc((size_t)(nconsts > 0 ? nconsts : 1), sizeof *binds);
+    if (!binds) return NULL;
+    for (int i = 0; i < nconsts; i++) {
+        binds[i].name = consts[i].name;
+        const bool fl = consts[i].kind == TILE_CONST_FLOAT;
+        binds[i].is_float = fl;
+        binds[i].i = fl ? double_to_i64_trunc(consts[i].f) : consts[i].i;
+        binds[i].f = fl ? consts[i].f : (double)consts[i].i;
+        if (consts[i].kind == TILE_CONST_DTYPE) {
+            binds[i].is_dtype = true;
+            binds[i].dtype = (DType)consts[i].i;   /* the two enums agree (asserted above) */
+        }
+    }
+    IrFunc *ir = lower_kernel(arena, d, mod->program, name, binds, nconsts);
+    free(binds);
+    if (!ir || d->nerrors > 0) return NULL;
+    passes_run(ir, NULL, NULL);
+    return ir;
+}
+
+/* The module's compiled kernel of canonical key `canon`, or NULL. */
+static tile_kernel *kernel_of_key(const tile_module *mod, const char *canon) {
+    for (tile_kernel *k = mod->kernels; k; k = k->next)
+        if (k->magic == TILE_MAGIC_KERNEL && strcmp(k->key, canon) == 0) return k;
+    return NULL;
+}
+
 tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const *consts,
                             int nconsts, tile_kernel **out) {
     if (!mod) return TILE_ERR_INVALID_ARG;
@@ -547,21 +607,9 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
     if (!out) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_kernel_get: kern is NULL");
     *out = NULL;
     if (!name) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_kernel_get: name is NULL");
-    if (nconsts < 0 || (nconsts > 0 && !consts))
-        return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_kernel_get: bad constant list (%d entries)", nconsts);
-    for (int i = 0; i < nconsts; i++) {
-        if (!consts[i].name)
-            return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_kernel_get: constant %d has no name", i);
-        for (int j = 0; j < i; j++)
-            if (strcmp(consts[i].name, consts[j].name) == 0)
-                return tile_error(ctx, TILE_ERR_INVALID_ARG, "constant '%s' given twice", consts[i].name);
-        if (consts[i].kind < TILE_CONST_INT || consts[i].kind > TILE_CONST_DTYPE)
-            return tile_error(ctx, TILE_ERR_INVALID_ARG, "constant '%s': kind %d is none of int, float, dtype",
-                              consts[i].name, consts[i].kind);
-        if (consts[i].kind == TILE_CONST_DTYPE && (consts[i].i < 0 || consts[i].i >= TILE_DTYPE_COUNT))
-            return tile_error(ctx, TILE_ERR_INVALID_ARG, "constant '%s': %lld is not a tile_dtype", consts[i].name,
-                              (long long)consts[i].i);
-    }
+    char problem[256];
+    if (consts_problem(consts, nconsts, problem, sizeof problem))
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "%s", problem);
     if (!find_kernel_decl(mod, name)) return kernel_not_found(mod, name);
 
     char *key = request_key(name, consts, nconsts);
@@ -574,30 +622,15 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
         }
 
     tile_kernel *k = calloc(1, sizeof *k);
-    ConstBinding *binds = calloc((size_t)(nconsts > 0 ? nconsts : 1), sizeof *binds);
-    if (!k || !binds) {
-        free(k);
-        free(binds);
+    if (!k) {
         free(key);
         return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
-    }
-    for (int i = 0; i < nconsts; i++) {
-        binds[i].name = consts[i].name;
-        const bool fl = consts[i].kind == TILE_CONST_FLOAT;
-        binds[i].is_float = fl;
-        binds[i].i = fl ? double_to_i64_trunc(consts[i].f) : consts[i].i;
-        binds[i].f = fl ? consts[i].f : (double)consts[i].i;
-        if (consts[i].kind == TILE_CONST_DTYPE) {
-            binds[i].is_dtype = true;
-            binds[i].dtype = (DType)consts[i].i;   /* the two enums agree (asserted above) */
-        }
     }
     arena_init(&k->arena);
     Diag d;
     diag_init(&d, mod->name, mod->source);
-    IrFunc *ir = lower_kernel(&k->arena, &d, mod->program, name, binds, nconsts);
-    free(binds);
-    if (!ir || d.nerrors > 0) {
+    IrFunc *ir = specialise(mod, name, consts, nconsts, &k->arena, &d);
+    if (!ir) {
         st = tile_error(ctx, TILE_ERR_COMPILE, "%s",
                         *diag_text(&d) ? diag_text(&d) : "kernel could not be specialised\n");
         diag_free(&d);
@@ -607,7 +640,6 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
         return st;
     }
     diag_free(&d);
-    passes_run(ir, NULL, NULL);
 
     char *canon = canonical_key(ir);
     if (!canon) {
@@ -616,14 +648,14 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
         free(key);
         return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
     }
-    for (tile_kernel *old = mod->kernels; old; old = old->next)
-        if (old->magic == TILE_MAGIC_KERNEL && strcmp(old->key, canon) == 0) {
-            free(canon);
-            arena_free(&k->arena);
-            free(k);
-            *out = old;
-            return add_alias(mod, key, old);
-        }
+    tile_kernel *old = kernel_of_key(mod, canon);
+    if (old) {
+        free(canon);
+        arena_free(&k->arena);
+        free(k);
+        *out = old;
+        return add_alias(mod, key, old);
+    }
     k->key = canon;
     k->ir = ir;
     k->module = mod;
@@ -640,6 +672,71 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
     mod->kernels = k;
     *out = k;
     return add_alias(mod, key, k);
+}
+
+/* A request of tile_kernel_prefetch that the backend is asked to compile. */
+typedef struct Prefetch {
+    const tile_module *module;
+    Arena arena;   /* holds ir */
+    IrFunc *ir;
+    char *canon;
+} Prefetch;
+
+tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs, int n) {
+    tile_status st = ctx_check(ctx, "tile_kernel_prefetch");
+    if (st != TILE_OK) return st;
+    if (n < 0 || (n > 0 && !reqs))
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_kernel_prefetch: bad request list (%d entries)", n);
+    for (int r = 0; r < n; r++) {
+        const tile_module *mod = reqs[r].module;
+        if (!mod || mod->magic != TILE_MAGIC_MODULE || mod->ctx != ctx)
+            return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_kernel_prefetch: request %d: %s", r,
+                              !mod ? "no module"
+                              : mod->magic == TILE_MAGIC_DEAD ? "the module was released"
+                              : mod->magic != TILE_MAGIC_MODULE ? "not a module"
+                                                                : "a module of another context");
+    }
+    if (!ctx->ops->prefetch || n == 0) return TILE_OK;   /* (compiling is quick there, or nothing is asked) */
+    Prefetch *todo = calloc((size_t)n, sizeof *todo);
+    if (!todo) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    int ntodo = 0;
+    /* Each request whose module has no such kernel yet, once: one that cannot
+     * be specialised is left to tile_kernel_get, which reports it. */
+    for (int r = 0; r < n; r++) {
+        const tile_kernel_request *q = &reqs[r];
+        tile_module *mod = q->module;
+        char problem[256];
+        if (!q->name || !find_kernel_decl(mod, q->name) || consts_problem(q->consts, q->nconsts, problem, sizeof problem))
+            continue;
+        Prefetch *p = &todo[ntodo];
+        arena_init(&p->arena);
+        Diag d;
+        diag_init(&d, mod->name, mod->source);
+        p->ir = specialise(mod, q->name, q->consts, q->nconsts, &p->arena, &d);
+        diag_free(&d);
+        p->module = mod;
+        p->canon = p->ir ? canonical_key(p->ir) : NULL;
+        bool fresh = p->canon && !kernel_of_key(mod, p->canon);
+        for (int j = 0; j < ntodo && fresh; j++) fresh = todo[j].module != mod || strcmp(todo[j].canon, p->canon) != 0;
+        if (fresh) {
+            ntodo++;
+        } else {
+            free(p->canon);
+            arena_free(&p->arena);
+        }
+    }
+    const IrFunc **irs = malloc(sizeof *irs * (size_t)(ntodo > 0 ? ntodo : 1));
+    if (irs) {
+        for (int i = 0; i < ntodo; i++) irs[i] = todo[i].ir;
+        if (ntodo) ctx->ops->prefetch(ctx, irs, ntodo);
+        free(irs);
+    }
+    for (int i = 0; i < ntodo; i++) {
+        free(todo[i].canon);
+        arena_free(&todo[i].arena);
+    }
+    free(todo);
+    return irs ? TILE_OK : tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
 }
 
 static int kernel_live(const tile_kernel *k) { return k && k->magic == TILE_MAGIC_KERNEL; }

@@ -160,6 +160,24 @@ const char *tile_module_kernel_name(const tile_module *mod, int i);
 tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const *consts,
                             int nconsts, tile_kernel **kern);
 
+/* One request of tile_kernel_prefetch: tile_kernel_get's arguments. */
+typedef struct tile_kernel_request {
+    tile_module *module;
+    const char *name;
+    const tile_const *consts;
+    int nconsts;
+} tile_kernel_request;
+
+/* Compiles the kernels that tile_kernel_get would give for requests
+ * reqs[0..n) (modules of `ctx`) ahead of those calls, all at once: the CUDA
+ * backend runs NVRTC on one thread per CPU ($TILEC_COMPILE_THREADS sets how
+ * many; 1 = one at a time), where tile_kernel_get compiles one kernel at a
+ * time.  The tile_kernel_get calls that follow then load what was compiled.
+ * A request that cannot be specialised or compiled is skipped: its
+ * tile_kernel_get reports why.  Errors: only a bad context or list (a
+ * request of another context's, or of a released module, included). */
+tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs, int n);
+
 /* Introspection of the specialised kernel's runtime parameters (constants
  * excluded), in launch order. */
 typedef struct tile_param_info {

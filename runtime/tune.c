@@ -5,7 +5,8 @@
  * parameters and the hints num_warps / occupancy.  The space is their cross
  * product; the caller's `fixed` constants shrink an axis to one value or add
  * one-value axes.  Every point is compiled through tile_kernel_get (so the
- * module's kernel cache keeps the compiled points), launched `warmup` times,
+ * module's kernel cache keeps the compiled points; tile_kernel_prefetch
+ * compiles 64 points at a time ahead, on several threads), launched `warmup` times,
  * then timed `repeat` times with the backend's events; the median counts.
  *
  * The winner is stored in the runtime's disk cache (disk_cache.h), kind
@@ -33,6 +34,7 @@ enum {
     TUNE_MAX_CACHE_ENTRY = 1 << 16, /* an entry is a few hundred bytes */
     TUNE_MAX_EVAL_DEPTH = 64,      /* file-level constants referring to each other */
     TUNE_MAX_SKIP_LINES = 16,      /* skipped points listed in the final error */
+    TUNE_PREFETCH_POINTS = 64,     /* points compiled ahead at a time (tune_prefetch) */
 };
 
 #define TUNE_CACHE_KIND "tune"
@@ -550,6 +552,21 @@ static void tune_time_point(Tuner *t, TuneTimer *tm, const tile_const *consts, t
     out->ms = times[t->opt.repeat / 2];
 }
 
+/* Compiles points first .. first + TUNE_PREFETCH_POINTS - 1 ahead, on
+ * several threads where the backend can (tile_kernel_prefetch); each is then
+ * timed as it comes, its kernel already compiled. */
+static void tune_prefetch(Tuner *t, int first) {
+    int n = t->npoints - first < TUNE_PREFETCH_POINTS ? t->npoints - first : TUNE_PREFETCH_POINTS;
+    int naxes = t->naxes > 0 ? t->naxes : 1;
+    tile_kernel_request reqs[TUNE_PREFETCH_POINTS];
+    tile_const *consts = ARENA_ARRAY(&t->arena, tile_const, (size_t)n * (size_t)naxes);
+    for (int i = 0; i < n; i++) {
+        tune_point_consts(t, first + i, consts + (size_t)i * (size_t)naxes);
+        reqs[i] = (tile_kernel_request){t->mod, t->kernel, consts + (size_t)i * (size_t)naxes, t->naxes};
+    }
+    (void)tile_kernel_prefetch(t->ctx, reqs, n);   /* (best effort: each point's own get says what fails) */
+}
+
 static tile_status tune_search(Tuner *t, tile_grid_fn grid_fn, void *user, const tile_arg *args, int nargs,
                                tile_tune_stats *stats, int *winner) {
     TuneTimer tm = {0};
@@ -571,6 +588,7 @@ static tile_status tune_search(Tuner *t, tile_grid_fn grid_fn, void *user, const
     tile_const *consts = ARENA_ARRAY(&t->arena, tile_const, t->naxes > 0 ? t->naxes : 1);
     *winner = -1;
     for (int p = 0; p < t->npoints; p++) {
+        if (p % TUNE_PREFETCH_POINTS == 0) tune_prefetch(t, p);
         tune_point_consts(t, p, consts);
         tune_time_point(t, &tm, consts, grid_fn, user, args, nargs, &points[p]);
         const char *label = tune_point_label(t, consts);

@@ -6,7 +6,8 @@
  *     layout;
  *   - row softmax and layernorm (examples/) against the bandwidth of a
  *     device-to-device copy, on inputs larger than the L2 cache;
- *   - JIT time per kernel: cold (empty cache) and on a disk-cache hit.
+ *   - JIT time per kernel: cold (empty cache) and on a disk-cache hit; and all of
+ *     them cold at once (tile_kernel_prefetch) against the sum one at a time.
  * CUDA events, warm-up runs, medians.  Prints a table last.
  *   bench_gpu [ROOT]      (ROOT: the repository, for examples/) */
 #include "tile.h"
@@ -326,8 +327,10 @@ static void bench_jit(const char *cache_dir) {
         {"examples/layernorm.tile", "layernorm", {{"BLOCK_N", 0, 4096, 0}}, 1},
         {"examples/vector_add.tile", "vector_add", {{"BLOCK", 0, 1024, 0}}, 1},
     };
+    enum { NK = sizeof ks / sizeof ks[0] };
     setenv("TILE_CACHE_DIR", cache_dir, 1);
-    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+    double cold_sum = 0;
+    for (size_t i = 0; i < NK; i++) {
         double t[2];
         for (int pass = 0; pass < 2; pass++) {   /* 0: cold (empty cache); 1: disk-cache hit in a new context */
             tile_ctx *ctx;
@@ -340,7 +343,28 @@ static void bench_jit(const char *cache_dir) {
             tile_ctx_destroy(ctx);
         }
         ROW("jit %-20s cold %7.1f ms | cache hit %6.1f ms\n", ks[i].kernel, t[0], t[1]);
+        cold_sum += t[0];
     }
+    /* the same kernels cold again, compiled ahead all at once (tile_kernel_prefetch: one
+     * NVRTC per thread) and then got: a driver's start-up, or a tuner's batch of points */
+    char ahead_dir[4200];
+    snprintf(ahead_dir, sizeof ahead_dir, "%s/ahead", cache_dir);
+    setenv("TILE_CACHE_DIR", ahead_dir, 1);
+    tile_ctx *ctx;
+    if (tile_ctx_create(&ctx, TILE_BACKEND_CUDA, 0) != TILE_OK) die(ctx, "context");
+    tile_kernel_request reqs[NK];
+    for (size_t i = 0; i < NK; i++) reqs[i] = (tile_kernel_request){load(ctx, ks[i].file), ks[i].kernel, ks[i].c, ks[i].nc};
+    double t0 = now_ms();
+    if (tile_kernel_prefetch(ctx, reqs, NK) != TILE_OK) die(ctx, "prefetch");
+    for (size_t i = 0; i < NK; i++) {
+        tile_kernel *k;
+        if (tile_kernel_get(reqs[i].module, ks[i].kernel, ks[i].c, ks[i].nc, &k) != TILE_OK) die(ctx, ks[i].kernel);
+    }
+    double ahead = now_ms() - t0;
+    tile_ctx_destroy(ctx);
+    setenv("TILE_CACHE_DIR", cache_dir, 1);
+    ROW("jit all %d cold, one at a time %7.1f ms | compiled ahead at once %7.1f ms (%.1fx)\n", (int)NK, cold_sum,
+        ahead, cold_sum / ahead);
 }
 
 int main(int argc, char **argv) {
