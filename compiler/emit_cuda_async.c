@@ -350,22 +350,18 @@ static int mma_swizzle(Emitter *E, const Type *t, int row, int col) {
     return 0;
 }
 
-/* Is `o` a tf32 product for wgmma whose A is stored MN-major (its tile's
- * contiguous axis is M) and whose B is K-major, so that A is better read
- * into registers from its buffer as it landed (rounded there, nothing
- * written back) than copied transposed in shared memory each iteration?
- * The products emit_cuda_rewrite.c transposed (TILEC_TRANSPOSED_PRODUCTS=1),
- * the tf32 K x N matmul's among them, are such, and only they are taken so
- * until the form is timed. */
+/* Is `o` a tf32 product whose A, stored MN-major (its tile's contiguous axis
+ * is M), is read into registers from its buffer as it landed (rounded there,
+ * nothing written back) rather than copied transposed in shared memory each
+ * iteration?  Only the products emit_cuda_rewrite.c transposed
+ * (TILEC_TRANSPOSED_PRODUCTS=1), until the form is timed; its goes_transposed
+ * took only wgmma-sized tf32 products (N = 16 << warpbits, 4+ warps) whose
+ * B tile fits the read-back bound.  What is checked here is what depends on
+ * the async facts: both chains still reach a shared-memory load, A
+ * MN-major and B K-major (chain_of may refuse a chain goes_transposed's
+ * chain_load followed: ce_rewrite_held then emits the kernel as written). */
 static bool tf32_a_by_registers(Emitter *E, const IrOp *o) {
-    const Type *at = ce_vtype(E, o->args[0]), *bt = ce_vtype(E, o->args[1]);
-    if (!E->transposed || !E->transposed[o->result] || !E->opt_wgmma || E->opt_wgmma_noreg || E->warpbits < 2 ||
-        at->dtype != DT_TF32)
-        return false;
-    int M = at->shape[0], K = at->shape[1], N = bt->shape[1];
-    int64_t rb_max = E->readback_max_bytes >= 0 ? E->readback_max_bytes : CE_READBACK_MAX_BYTES;
-    if (at->rank != 2 || bt->rank != 2 || M != 16 << E->warpbits || K % 8 || N % 8 || N > 256) return false;
-    if ((int64_t)M * K * 4 > rb_max) return false;   /* (read back only from a pipeline) */
+    if (!E->transposed || !E->transposed[o->result]) return false;
     const IrOp *ops[16];
     int col_a, col_b, n = chain_of(E, o->args[0], ops, 16);
     bool round;

@@ -181,7 +181,9 @@ typedef struct Emitter {
                                * wgmma's layout swizzled this many bytes wide (ce_wgmma_plan); 0: not so */
     const char **async_tr_ptr; /* ... C expression of the transposed copy this iteration reads */
     bool *async_read_direct;  /* ... a wgmma product reads it where it lands, not transposed (ce_wgmma_plan) */
-    bool *mma_tf32_a_regs;    /* per mma result: its tf32 A, stored MN-major, read from registers (tf32_a_by_registers) */
+    bool *mma_tf32_a_regs;    /* per mma result: its tf32 A, stored MN-major, read from registers
+                               * (tf32_a_by_registers: of the products in `transposed`, those whose
+                               * chains the async marking took, decided as it marked them) */
     bool *transposed;         /* per value: a product emit_cuda_rewrite.c transposed (NULL: none) */
     short *async_swizzle;     /* ... rows of 32, 64 or 128 bytes, their 16-byte pieces permuted (the
                                * swizzle of that width; mma.sync's 16-bit operands take it too);
