@@ -133,14 +133,14 @@ static bool load_qualifies(Emitter *E, const IrOp *ld) {
     return (int64_t)t->shape[col] * s % 16 == 0;
 }
 
-/* Is op `o` a view an async operand's chain may pass: a reshape, a permute,
- * or a cast to its own storage (f32 -> tf32 too)? */
-static bool is_view_op(Emitter *E, const IrOp *o) {
+bool ce_async_view_op(const IrFunc *f, const IrOp *o) {
     if (o->op == OP_RESHAPE || o->op == OP_PERMUTE) return true;
     if (o->op != OP_CAST) return false;
-    DType from = ce_vdt(E, o->args[0]), to = ce_vdt(E, o->result);
+    DType from = f->values[o->args[0]].type.dtype, to = f->values[o->result].type.dtype;
     return from == to || (from == DT_F32 && to == DT_TF32);
 }
+
+static bool is_view_op(Emitter *E, const IrOp *o) { return ce_async_view_op(E->f, o); }
 
 /* Does block `blk` (or one it holds) read value `v`? */
 static bool block_reads(const IrBlock *blk, int v) {

@@ -401,6 +401,10 @@ void ce_wgmma_settle(Emitter *E, const IrOp *op);
  * read from the local, its result only stored back to it, nothing reading
  * the local between), or NULL. */
 const char *ce_wgmma_inplace(Emitter *E, const IrOp *op, int lay);
+/* Is op `o` of f a view an async operand's chain may pass: a reshape, a
+ * permute, or a cast to its own storage (f32 -> tf32 too)?  The one
+ * definition: emit_cuda_rewrite.c's chains must be views of this kind too. */
+bool ce_async_view_op(const IrFunc *f, const IrOp *o);
 bool ce_async_is_view(Emitter *E, int v);
 /* Has value v registers (not a view only a product's operand reads)? */
 bool ce_async_in_registers(Emitter *E, int v);

@@ -20,15 +20,11 @@
  * emitted again as written (emit_cuda.c). */
 #include "emit_cuda_int.h"
 
-static bool view_cast(const IrFunc *f, const IrOp *d) {
-    DType from = f->values[d->args[0]].type.dtype, to = f->values[d->result].type.dtype;
-    return from == to || (from == DT_F32 && to == DT_TF32);
-}
-
-/* The load at the end of `v`'s chain of casts (to the same storage, or f32
- * to tf32: the async chains' views) and permutes, and the axis of v's tile
- * (0 or 1) that is contiguous in memory; NULL if the chain holds anything
- * else or the tile is not a plain 2-D one. */
+/* The load at the end of `v`'s chain of views (ce_async_view_op: casts to
+ * the same storage or f32 to tf32, and permutes; not reshapes, whose axes
+ * this does not follow), and the axis of v's tile (0 or 1) that is
+ * contiguous in memory; NULL if the chain holds anything else or the tile
+ * is not a plain 2-D one. */
 static const IrOp *chain_load(const IrFunc *f, int v, int *contiguous) {
     int axis_map[2] = {0, 1};   /* v's axis d is the chain's current axis axis_map[d] */
     for (int depth = 0; depth < 16 && v >= 0; depth++) {
@@ -44,11 +40,9 @@ static const IrOp *chain_load(const IrFunc *f, int v, int *contiguous) {
             *contiguous = axis_map[0] == col ? 0 : 1;
             return d;
         }
-        if (d->op == OP_PERMUTE) {
+        if (!ce_async_view_op(f, d) || d->op == OP_RESHAPE) return NULL;
+        if (d->op == OP_PERMUTE)
             for (int a = 0; a < 2; a++) axis_map[a] = d->ints[axis_map[a]];
-        } else if (d->op != OP_CAST || !view_cast(f, d)) {
-            return NULL;
-        }
         v = d->args[0];
     }
     return NULL;
