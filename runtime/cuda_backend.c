@@ -85,8 +85,14 @@ typedef struct CudaState {
     int multiprocessors;
     char name[256];
     char cache_dir[4096];     /* "" = no disk cache */
-    struct Prefetched *prefetched;   /* images compiled ahead (cuda_prefetch), not yet taken */
+    struct Prefetched *prefetched;   /* images compiled ahead (cuda_prefetch), not yet taken; newest first */
+    size_t prefetched_bytes;         /* their entries' bytes, at most PREFETCHED_MAX_BYTES */
 } CudaState;
+
+/* Images compiled ahead and never taken (their kernels never got, or
+ * modules released) are dropped, oldest first, beyond this: a tuner's batch
+ * of 64 points holds some tens of MB. */
+#define PREFETCHED_MAX_BYTES ((size_t)512 << 20)
 
 /* An image cuda_prefetch compiled, waiting for its kernel's build_variant: a
  * disk-cache entry (CudaCacheHead, then the image) under its disk-cache key.
@@ -341,10 +347,12 @@ typedef enum { CACHE_MISS, CACHE_HIT, CACHE_OTHER } CacheLookup;
 /* The entry of `key`: compiled ahead (taken from the list; *ahead set), else
  * the disk cache's; false when neither has it. */
 static bool entry_get(CudaState *s, const char *key, void **entry, size_t *size, bool *ahead) {
+    *ahead = false;
     for (Prefetched **at = &s->prefetched; *at; at = &(*at)->next)
         if (strcmp((*at)->key, key) == 0) {
             Prefetched *p = *at;
             *at = p->next;
+            s->prefetched_bytes -= p->size;
             *entry = p->entry;
             *size = p->size;
             free(p->key);
@@ -535,6 +543,37 @@ static tile_status cuda_compile(tile_ctx *ctx, tile_kernel *k) {
 
 /* ---- compiling ahead (tile_kernel_prefetch) ------------------------------------------ */
 
+/* Is an image of `key` waiting in the state? */
+static bool prefetched_has(const CudaState *s, const char *key) {
+    for (const Prefetched *p = s->prefetched; p; p = p->next)
+        if (strcmp(p->key, key) == 0) return true;
+    return false;
+}
+
+/* Keeps entry (key, entry, size), taking both; drops the oldest beyond
+ * PREFETCHED_MAX_BYTES.  False (nothing kept, both freed) when out of memory. */
+static bool prefetched_add(CudaState *s, char *key, void *entry, size_t size) {
+    Prefetched *p = malloc(sizeof *p);
+    if (!p) {
+        free(key);
+        free(entry);
+        return false;
+    }
+    *p = (Prefetched){s->prefetched, key, entry, size};
+    s->prefetched = p;
+    s->prefetched_bytes += size;
+    while (s->prefetched_bytes > PREFETCHED_MAX_BYTES && s->prefetched->next) {
+        Prefetched **last = &s->prefetched;
+        while ((*last)->next) last = &(*last)->next;
+        s->prefetched_bytes -= (*last)->size;
+        free((*last)->key);
+        free((*last)->entry);
+        free(*last);
+        *last = NULL;
+    }
+    return true;
+}
+
 /* One kernel of cuda_prefetch: in, the state (read only) and the IR; out, the
  * entry build_variant will find under `key`, or none. */
 typedef struct PrefetchJob {
@@ -570,8 +609,11 @@ static void prefetch_one(void *user, int i) {
     char *key = code.smem_bytes <= s->max_smem_optin ? cuda_cache_key(s, code.source, code.sm90a, NULL, 0) : NULL;
     void *old = NULL;
     size_t old_size = 0;
-    if (key && s->cache_dir[0] &&
-        disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &old, &old_size, cuda_cache_warn, NULL)) {
+    if (key && prefetched_has(s, key)) {   /* (the list does not change while the threads run) */
+        free(key);
+        key = NULL;
+    } else if (key && s->cache_dir[0] &&
+               disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &old, &old_size, cuda_cache_warn, NULL)) {
         free(old);   /* (compiled before: build_variant reads it from the disk) */
         j->on_disk = true;
         free(key);
@@ -617,20 +659,16 @@ static void cuda_prefetch(tile_ctx *ctx, const IrFunc *const *fs, int n) {
         jobs[i].s = s;
         jobs[i].f = fs[i];
     }
-    (void)cuda_nvrtc_options();   /* (its text is made once, before the threads read it) */
-    (void)cuda_nvrtc_version();
     int threads = workers_count(n);
     double t0 = wall_ms(), nvrtc_ms = 0;
     workers_run(n, threads, prefetch_one, jobs);
     int kept = 0, on_disk = 0;
     for (int i = 0; i < n; i++) {
         on_disk += jobs[i].on_disk;
-        Prefetched *p = jobs[i].entry ? malloc(sizeof *p) : NULL;
-        if (p) {
-            *p = (Prefetched){s->prefetched, jobs[i].key, jobs[i].entry, jobs[i].size};
-            s->prefetched = p;
-            kept++;
-            nvrtc_ms += jobs[i].ms;
+        nvrtc_ms += jobs[i].ms;
+        /* (the same source twice in one call, from two modules of one file: one kept) */
+        if (jobs[i].entry && !prefetched_has(s, jobs[i].key)) {
+            kept += prefetched_add(s, jobs[i].key, jobs[i].entry, jobs[i].size);
         } else {
             free(jobs[i].key);
             free(jobs[i].entry);

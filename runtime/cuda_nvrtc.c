@@ -3,6 +3,7 @@
 #include "emit_cuda.h"
 
 #include <nvrtc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +16,19 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* (made on the first call and never changed: cuda_prefetch's threads read
- * it after that; the same holds for cuda_nvrtc_options) */
+/* (made once, under pthread_once: contexts on several threads and the
+ * compile threads of cuda_prefetch read it; so is cuda_nvrtc_options's) */
+static char version_text[32];
+static void make_version_text(void) {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) snprintf(version_text, sizeof version_text, "?");
+    else snprintf(version_text, sizeof version_text, "%d.%d", major, minor);
+}
+
 const char *cuda_nvrtc_version(void) {
-    static char buf[32];
-    if (!buf[0]) {
-        int major = 0, minor = 0;
-        if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "?";
-        snprintf(buf, sizeof buf, "%d.%d", major, minor);
-    }
-    return buf;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_version_text);
+    return version_text;
 }
 
 void cuda_binary_free(CudaBinary *b) {
@@ -52,14 +56,17 @@ static char *get_log(nvrtcProgram prog) {
 static const char *const fixed_opts[] = {"--std=c++17", "-default-device", "--ptxas-options=-v"};
 enum { NFIXED_OPTS = sizeof fixed_opts / sizeof fixed_opts[0] };
 
+static char options_text[256];
+static void make_options_text(void) {
+    size_t k = 0;
+    for (int i = 0; i < NFIXED_OPTS; i++)
+        k += (size_t)snprintf(options_text + k, sizeof options_text - k, "%s%s", i ? " " : "", fixed_opts[i]);
+}
+
 const char *cuda_nvrtc_options(void) {
-    static char text[256];
-    if (!text[0]) {
-        size_t k = 0;
-        for (int i = 0; i < NFIXED_OPTS; i++)
-            k += (size_t)snprintf(text + k, sizeof text - k, "%s%s", i ? " " : "", fixed_opts[i]);
-    }
-    return text;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_options_text);
+    return options_text;
 }
 
 /* One NVRTC compilation for `arch` as compute_XX (PTX) or sm_XX (cubin). */

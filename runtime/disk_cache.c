@@ -256,6 +256,8 @@ static bool write_all(int fd, const void *data, size_t n) {
     return true;
 }
 
+/* (strerror only where a reason is asked for: the CUDA backend's compile
+ * threads put entries with why = NULL, and strerror need not be reentrant) */
 bool disk_cache_put(const char *dir, const char *kind, const char *key, const void *data, size_t size,
                     char *why, size_t nwhy) {
     char path[4200], tmp[4300];
@@ -268,7 +270,7 @@ bool disk_cache_put(const char *dir, const char *kind, const char *key, const vo
         return false;
     }
     if (disk_cache_mkdir_p(dir) != 0) {
-        set_why(why, nwhy, "cannot create %s: %s", dir, strerror(errno));
+        if (why) set_why(why, nwhy, "cannot create %s: %s", dir, strerror(errno));
         return false;
     }
     /* the temporary file: same directory (rename stays atomic), hidden name */
@@ -276,7 +278,7 @@ bool disk_cache_put(const char *dir, const char *kind, const char *key, const vo
     snprintf(tmp, sizeof tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - path), path, base);
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
-        set_why(why, nwhy, "cannot write in %s: %s", dir, strerror(errno));
+        if (why) set_why(why, nwhy, "cannot write in %s: %s", dir, strerror(errno));
         return false;
     }
     fchmod(fd, 0644);   /* mkstemp makes it private; the cache is shared like ~/.cache */
@@ -293,7 +295,7 @@ bool disk_cache_put(const char *dir, const char *kind, const char *key, const vo
     if (ok && rename(tmp, path) != 0) ok = false, err = errno;
     if (!ok) {
         unlink(tmp);
-        set_why(why, nwhy, "cannot write %s: %s", path, strerror(err));
+        if (why) set_why(why, nwhy, "cannot write %s: %s", path, strerror(err));
     }
     return ok;
 }

@@ -535,42 +535,32 @@ static tile_status kernel_not_found(tile_module *mod, const char *name) {
     return st;
 }
 
-/* The problem with constant list consts[0..n) (named, distinct, of a known
- * kind), worded for tile_kernel_get's error into buf; NULL when there is none. */
-static const char *consts_problem(const tile_const *consts, int n, char *buf, size_t nbuf) {
-    if (n < 0 || (n > 0 && !consts)) {
-        snprintf(buf, nbuf, "tile_kernel_get: bad constant list (%d entries)", n);
-        return buf;
-    }
+/* Checks constant list consts[0..n): named, distinct, of a known kind.
+ * TILE_ERR_INVALID_ARG where it is not, with tile_kernel_get's message on
+ * ctx where `report` (tile_kernel_prefetch skips such a request quietly). */
+static tile_status check_consts(tile_ctx *ctx, const tile_const *consts, int n, bool report) {
+#define BAD_CONSTS(...) return report ? tile_error(ctx, TILE_ERR_INVALID_ARG, __VA_ARGS__) : TILE_ERR_INVALID_ARG
+    if (n < 0 || (n > 0 && !consts)) BAD_CONSTS("tile_kernel_get: bad constant list (%d entries)", n);
     for (int i = 0; i < n; i++) {
-        if (!consts[i].name) {
-            snprintf(buf, nbuf, "tile_kernel_get: constant %d has no name", i);
-            return buf;
-        }
+        if (!consts[i].name) BAD_CONSTS("tile_kernel_get: constant %d has no name", i);
         for (int j = 0; j < i; j++)
-            if (strcmp(consts[i].name, consts[j].name) == 0) {
-                snprintf(buf, nbuf, "constant '%s' given twice", consts[i].name);
-                return buf;
-            }
-        if (consts[i].kind < TILE_CONST_INT || consts[i].kind > TILE_CONST_DTYPE) {
-            snprintf(buf, nbuf, "constant '%s': kind %d is none of int, float, dtype", consts[i].name, consts[i].kind);
-            return buf;
-        }
-        if (consts[i].kind == TILE_CONST_DTYPE && (consts[i].i < 0 || consts[i].i >= TILE_DTYPE_COUNT)) {
-            snprintf(buf, nbuf, "constant '%s': %lld is not a tile_dtype", consts[i].name, (long long)consts[i].i);
-            return buf;
-        }
+            if (strcmp(consts[i].name, consts[j].name) == 0) BAD_CONSTS("constant '%s' given twice", consts[i].name);
+        if (consts[i].kind < TILE_CONST_INT || consts[i].kind > TILE_CONST_DTYPE)
+            BAD_CONSTS("constant '%s': kind %d is none of int, float, dtype", consts[i].name, consts[i].kind);
+        if (consts[i].kind == TILE_CONST_DTYPE && (consts[i].i < 0 || consts[i].i >= TILE_DTYPE_COUNT))
+            BAD_CONSTS("constant '%s': %lld is not a tile_dtype", consts[i].name, (long long)consts[i].i);
     }
-    return NULL;
+    return TILE_OK;
+#undef BAD_CONSTS
 }
 
 /* Kernel `name` of `mod` specialised on the (checked) constants and
  * optimised, in `arena`; NULL with the diagnostics in *d. */
 static IrFunc *specialise(tile_module *mod, const char *name, const tile_const *consts, int nconsts, Arena *arena,
                           Diag *d) {
-    ConstBinding *binds = calloc((size_t)(nconsts > 0 ? nconsts : 1), sizeof *binds);
-    if (!binds) return NULL;
+    ConstBinding *binds = ARENA_ARRAY(arena, ConstBinding, nconsts > 0 ? nconsts : 1);   /* (zeroed below) */
     for (int i = 0; i < nconsts; i++) {
+        memset(&binds[i], 0, sizeof binds[i]);
         binds[i].name = consts[i].name;
         const bool fl = consts[i].kind == TILE_CONST_FLOAT;
         binds[i].is_float = fl;
@@ -582,7 +572,6 @@ static IrFunc *specialise(tile_module *mod, const char *name, const tile_const *
         }
     }
     IrFunc *ir = lower_kernel(arena, d, mod->program, name, binds, nconsts);
-    free(binds);
     if (!ir || d->nerrors > 0) return NULL;
     passes_run(ir, NULL, NULL);
     return ir;
@@ -607,9 +596,7 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
     if (!out) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_kernel_get: kern is NULL");
     *out = NULL;
     if (!name) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_kernel_get: name is NULL");
-    char problem[256];
-    if (consts_problem(consts, nconsts, problem, sizeof problem))
-        return tile_error(ctx, TILE_ERR_INVALID_ARG, "%s", problem);
+    if ((st = check_consts(ctx, consts, nconsts, true)) != TILE_OK) return st;
     if (!find_kernel_decl(mod, name)) return kernel_not_found(mod, name);
 
     char *key = request_key(name, consts, nconsts);
@@ -705,8 +692,7 @@ tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs,
     for (int r = 0; r < n; r++) {
         const tile_kernel_request *q = &reqs[r];
         tile_module *mod = q->module;
-        char problem[256];
-        if (!q->name || !find_kernel_decl(mod, q->name) || consts_problem(q->consts, q->nconsts, problem, sizeof problem))
+        if (!q->name || !find_kernel_decl(mod, q->name) || check_consts(ctx, q->consts, q->nconsts, false) != TILE_OK)
             continue;
         Prefetch *p = &todo[ntodo];
         arena_init(&p->arena);

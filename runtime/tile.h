@@ -170,12 +170,13 @@ typedef struct tile_kernel_request {
 
 /* Compiles the kernels that tile_kernel_get would give for requests
  * reqs[0..n) (modules of `ctx`) ahead of those calls, all at once: the CUDA
- * backend runs NVRTC on one thread per CPU ($TILEC_COMPILE_THREADS sets how
- * many; 1 = one at a time), where tile_kernel_get compiles one kernel at a
- * time.  The tile_kernel_get calls that follow then load what was compiled.
- * A request that cannot be specialised or compiled is skipped: its
- * tile_kernel_get reports why.  Errors: only a bad context or list (a
- * request of another context's, or of a released module, included). */
+ * backend runs NVRTC on one thread per CPU the process may use, at most 32
+ * ($TILEC_COMPILE_THREADS sets how many; 1 = one at a time), where
+ * tile_kernel_get compiles one kernel at a time.  The tile_kernel_get calls
+ * that follow then load what was compiled.  A request that cannot be
+ * specialised or compiled is skipped: its tile_kernel_get reports why.
+ * Errors: a bad context or list (a request of another context's, or of a
+ * released module, included), or no memory.  The CPU backend does nothing. */
 tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs, int n);
 
 /* Introspection of the specialised kernel's runtime parameters (constants

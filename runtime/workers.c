@@ -1,11 +1,16 @@
 /* workers.c: independent jobs on several threads (workers.h). */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "workers.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #define WORKERS_STACK_BYTES ((size_t)16 << 20)
+/* Without TILEC_COMPILE_THREADS: NVRTC takes some hundreds of MB a compile,
+ * and a tuner's batch or a driver's kernels are tens at most */
+#define WORKERS_DEFAULT_MAX 32
 
 int workers_count(int njobs) {
     long n = 0;
@@ -15,7 +20,11 @@ int workers_count(int njobs) {
         n = strtol(v, &end, 10);
         if (*end || n < 1) n = 0;   /* (not a count: as if unset) */
     }
-    if (n == 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n == 0) {   /* the CPUs this process may run on (a container's or taskset's), at most WORKERS_DEFAULT_MAX */
+        cpu_set_t set;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+        if (n > WORKERS_DEFAULT_MAX) n = WORKERS_DEFAULT_MAX;
+    }
     if (n > njobs) n = njobs;
     if (n > WORKERS_MAX) n = WORKERS_MAX;
     return n < 1 ? 1 : (int)n;

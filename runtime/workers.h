@@ -11,8 +11,10 @@
 enum { WORKERS_MAX = 64 };
 
 /* How many threads to run `njobs` jobs on: $TILEC_COMPILE_THREADS when it is
- * a number >= 1, else the online CPUs; at most njobs and WORKERS_MAX, at
- * least 1. */
+ * a number >= 1, else the CPUs the process may run on (its affinity: a
+ * container's cpuset, taskset), at most 32; at most njobs and WORKERS_MAX,
+ * at least 1.  (A CPU quota without a cpuset is not seen: set the variable
+ * there.) */
 int workers_count(int njobs);
 
 /* Calls job(user, i) once for every i in 0..njobs-1, on the calling thread and

@@ -1,5 +1,5 @@
 #!/bin/sh
-# fake_cuda_prefetch.sh TILEC FAKE_LIB_DIR WORKDIR MATMUL_TILE: the CUDA backend's
+# fake_cuda_prefetch.sh TILEC FAKE_LIB_DIR WORKDIR MATMUL_TILE PREFETCH_API: the CUDA backend's
 # compiling ahead (tile_kernel_prefetch, runtime/workers.c) on the fake
 # driver (fake_cuda.c), through the autotuner on examples/matmul.tile (`tilec run --tune`), which
 # compiles the points of a tune space ahead on several threads:
@@ -8,9 +8,11 @@
 #    images byte for byte (threads change nothing but the time);
 #  - with those entries on disk nothing is compiled, ahead or not;
 #  - the point the tuner compiled first (it checks the call with the first
-#    value of each axis) is not compiled again ahead.
+#    value of each axis) is not compiled again ahead;
+#  - prefetch_api.c's requests: bad ones skipped, one kernel asked twice and
+#    again from another module of the same source compiled once.
 set -u
-tilec=$1 lib=$2 dir=$3 m=$4
+tilec=$1 lib=$2 dir=$3 m=$4 api=$5
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
 cd "$dir" || exit 1
 fail=0
@@ -48,5 +50,12 @@ expect again.out 4 "kernel matmul_bf16: from the disk cache"
 tune 2 off dedup.out -D BM=32 -D BN=32 -D BK=32
 expect dedup.out 1 "compiled 1 of 1 kernels ahead"
 expect dedup.out 1 "kernel matmul_bf16: compiled ahead"
-[ $fail -eq 0 ] && echo "ok: compiled ahead on 1 and 2 threads, the same images; read from the disk; no point twice"
+# the API's requests (with a disk cache: the second module's kernel is read back from it)
+LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TILEC_CACHE_LOG=1 TILEC_COMPILE_THREADS=2 \
+  TILE_CACHE_DIR="$dir/api" "$api" >api.out 2>&1 || { echo "FAIL: prefetch_api exited $?"; cat api.out; fail=1; }
+expect api.out 1 "compiled 1 of 2 kernels ahead (0 on disk already)"
+expect api.out 1 "kernel scale: compiled ahead"
+expect api.out 1 "kernel scale: from the disk cache"
+expect api.out 0 "kernel scale: compiled ("
+[ $fail -eq 0 ] && echo "ok: compiled ahead on 1 and 2 threads, the same images; read from the disk; no point twice; the API's requests"
 exit $fail
