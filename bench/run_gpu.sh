@@ -35,6 +35,6 @@ if [ ! -x "$BENCH" ]; then   # bench/gpu not part of the CMake build: build it h
   BENCH=/tmp/bench_gpu
   cc -O2 -std=gnu11 -o "$BENCH" bench/gpu/bench_gpu.c -Iruntime -Icompiler -I"$CUDA/include" \
      "$BUILD/runtime/libtile.a" "$BUILD/compiler/libtilec_compiler.a" -L"$CUDA/lib64" \
-     -lnvrtc -lcublas -ldl -lm -Wl,-rpath,"$CUDA/lib64" || exit 1
+     -lnvrtc -lcublas -ldl -lm -lpthread -Wl,-rpath,"$CUDA/lib64" || exit 1
 fi
 "$BENCH" "$ROOT" 2>&1
