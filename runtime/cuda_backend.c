@@ -622,7 +622,7 @@ static void prefetch_one(void *user, int i) {
     CudaCompiled im;
     char err[512];
     if (key && cuda_compile_settled(j->f, opt, s->arch, &code, &im, err, sizeof err) == 0) {
-        CudaCacheHead head;
+        CudaCacheHead head = {{0}, 0, 0};
         memcpy(head.magic, cache_magic, 4);
         head.max_occupancy = im.max_occupancy;
         head.source_hash = source_hash(code.source);
