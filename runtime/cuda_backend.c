@@ -467,6 +467,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
         if (cache_log())
             fprintf(stderr, "tilec: kernel %s: compiled (%d NVRTC runs, %.0f ms; occupancy cap %d)\n", f->name,
                     im.compilations, im.compile_ms, im.max_occupancy);
+        cuda_compile_free(&im);   /* (its PTX and log; the image is taken) */
         char *entry_out = key && s->cache_dir[0] ? malloc(sizeof head + size) : NULL;
         if (entry_out) {   /* best effort */
             memcpy(entry_out, &head, sizeof head);

@@ -30,6 +30,8 @@ int cuda_compile_settles(void) {
 void cuda_compile_free(CudaCompiled *c) {
     if (!c) return;
     free(c->image);
+    free(c->ptx);
+    free(c->log);
     memset(c, 0, sizeof *c);
 }
 
@@ -64,12 +66,16 @@ static int compile_once(const CudaKernelCode *code, int arch, CudaCompiled *out,
     if (bin.cubin) {
         out->image = bin.cubin;
         out->size = bin.cubin_size;
+        out->ptx = bin.ptx;
         bin.cubin = NULL;
+        bin.ptx = NULL;
     } else {
         out->image = bin.ptx;
         out->size = bin.ptx_size + 1;
         bin.ptx = NULL;
     }
+    out->log = bin.log;
+    bin.log = NULL;
     cuda_binary_free(&bin);
     return 0;
 }

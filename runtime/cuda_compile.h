@@ -12,6 +12,8 @@
 typedef struct CudaCompiled {
     void *image;         /* malloc'd cubin for sm_<arch>, or PTX with its NUL (the driver reads either) */
     size_t size;
+    char *ptx;           /* malloc'd PTX text the cubin was made from; NULL where the image is PTX */
+    char *log;           /* malloc'd NVRTC log of the image's compilation (ptxas -v lines, C7514 ...) */
     CudaResources res;   /* ptxas's report of the cubin (found = 0 for PTX) */
     int compilations;    /* NVRTC runs it took */
     double compile_ms;   /* their wall time */

@@ -282,7 +282,6 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
             continue;
         }
 #ifdef TILE_HAVE_CUDA
-        CudaBinary bin;
         char err[16384];
         /* the emission the runtime would load: occupancy lowered while ptxas spills */
         CudaCompiled settled;
@@ -291,7 +290,15 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
             fprintf(stderr, "%s\n", err);
             return EXIT_COMPILE;
         }
-        cuda_compile_free(&settled);
+        if (settled.ptx) {   /* a cubin for sm_<arch> and its PTX: what was asked for, made already */
+            if (what == 1) fputs(settled.ptx, out);
+            else fwrite(settled.image, 1, settled.size, out);
+            cuda_compile_free(&settled);
+            cuda_code_free(&code);
+            continue;
+        }
+        cuda_compile_free(&settled);   /* (PTX only: NVRTC does not know sm_<arch>; say so below) */
+        CudaBinary bin;
         int ok = cuda_nvrtc_compile(code.source, code.name, arch_number(o), code.sm90a, what == 2, &bin, err, sizeof err) == 0;
         cuda_code_free(&code);
         if (!ok) {

@@ -13,7 +13,9 @@
  * Kernels whose constants have no default are skipped unless -D gives them.
  * --settle: the occupancy the runtime would settle on (cuda_compile_settled:
  * lowered while ptxas spills) is checked, and printed as occ=N (from the
- * first emission's M); else the occupancy asked for. */
+ * first emission's M), from that compile's cubin, PTX and ptxas report (its
+ * time, "ms", is all the settling's NVRTC runs); else the occupancy asked
+ * for, compiled once. */
 #include "ast.h"
 #include "cuda_compile.h"
 #include "cuda_nvrtc.h"
@@ -125,8 +127,8 @@ int main(int argc, char **argv) {
                     break;
                 }
                 int asked = code.occupancy, settle_runs = 0;
-                if (settle) {   /* then the checks below on the emission it settled on */
-                    CudaCompiled im;
+                CudaCompiled im = {0};   /* --settle: the checks below on the emission it settled on, its compile's */
+                if (settle) {
                     char err[8192];
                     if (cuda_compile_settled(f, opt, arch, &code, &im, err, sizeof err) != 0) {
                         printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
@@ -135,7 +137,6 @@ int main(int argc, char **argv) {
                         continue;
                     }
                     settle_runs = im.compilations;
-                    cuda_compile_free(&im);
                 }
                 if (emit_dir && variant == 0) {
                     char out[1024];
@@ -143,16 +144,22 @@ int main(int argc, char **argv) {
                     FILE *fp = fopen(out, "w");
                     if (fp) { fputs(code.source, fp); fclose(fp); }
                 }
-                CudaBinary bin;
+                CudaBinary bin = {0};
                 char err[8192];
                 checked++;
-                /* fresh: the resource report below needs ptxas to run */
-                int rc = cuda_nvrtc_compile_fresh(code.source, code.name, arch, code.sm90a, 1, &bin, err, sizeof err);
-                if (rc != 0) {
-                    printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
-                    failures++;
-                    cuda_code_free(&code);
-                    continue;
+                if (settle && im.ptx) {   /* the settled compile's cubin, PTX and log (ptxas ran for its report) */
+                    bin.cubin = im.image, bin.cubin_size = im.size, bin.ptx = im.ptx, bin.log = im.log;
+                    bin.compile_ms = im.compile_ms;
+                    memset(&im, 0, sizeof im);
+                } else {
+                    cuda_compile_free(&im);
+                    /* fresh: the resource report below needs ptxas to run */
+                    if (cuda_nvrtc_compile_fresh(code.source, code.name, arch, code.sm90a, 1, &bin, err, sizeof err) != 0) {
+                        printf("%-28s %-22s FAIL: %s\n", path, k->name, err);
+                        failures++;
+                        cuda_code_free(&code);
+                        continue;
+                    }
                 }
                 CudaResources res;
                 cuda_nvrtc_resources(bin.log, &res);
