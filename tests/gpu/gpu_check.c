@@ -3,7 +3,8 @@
  * writes.  Written arrays start poisoned on both sides, so an element the GPU
  * fails to write differs.  Each launch runs twice: with 16-byte aligned
  * arrays (vector accesses) and with arrays shifted by one element (scalar
- * accesses).  Exits 77 (skipped) when there is no CUDA driver or device.
+ * accesses).  A file's kernels are first compiled ahead, all at once
+ * (tile_kernel_prefetch).  Exits 77 (skipped) when there is no CUDA driver or device.
  *
  *   gpu_check FILE.tile|FILE.spec...
  * A .tile file carries its launches in comments; a .spec file has lines
@@ -263,6 +264,25 @@ static int run_spec(tile_ctx *cpu, tile_ctx *gpu, const Spec *s, int shift) {
     return bad;
 }
 
+/* Compiles the kernels of specs[0..n) for the GPU ahead, all at once
+ * (tile_kernel_prefetch: one NVRTC per CPU; nothing on the emu and CPU
+ * backends), into modules of their files loaded for this alone; run_spec's
+ * own modules of the same files then find them compiled.  A spec that fails
+ * here fails in run_spec, with its message. */
+static void prefetch_specs(tile_ctx *gpu, const Spec *specs, int n) {
+    tile_kernel_request *reqs = calloc((size_t)(n > 0 ? n : 1), sizeof *reqs);
+    int nreqs = 0;
+    for (int i = 0; reqs && i < n; i++) {
+        tile_module *m = NULL;
+        for (int j = 0; j < nreqs && !m; j++)   /* (one module a file) */
+            if (strcmp(specs[i].file, specs[j].file) == 0) m = reqs[j].module;
+        if (!m && tile_module_load_file(gpu, specs[i].file, &m) != TILE_OK) continue;
+        reqs[nreqs++] = (tile_kernel_request){m, specs[i].kernel, specs[i].consts, specs[i].nconsts};
+    }
+    if (nreqs) tile_kernel_prefetch(gpu, reqs, nreqs);
+    free(reqs);
+}
+
 static void run_file(tile_ctx *cpu, tile_ctx *gpu, const char *path) {
     char *text = read_file(path);
     if (!text) { printf("FAIL cannot read %s\n", path); failures++; return; }
@@ -271,6 +291,8 @@ static void run_file(tile_ctx *cpu, tile_ctx *gpu, const char *path) {
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0; else snprintf(dir, sizeof dir, ".");
     bool is_spec = strlen(path) > 5 && strcmp(path + strlen(path) - 5, ".spec") == 0;
+    Spec *specs = NULL;
+    int nspecs = 0, cap = 0;
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         const char *body = NULL;
@@ -286,10 +308,23 @@ static void run_file(tile_ctx *cpu, tile_ctx *gpu, const char *path) {
         if (!ok) { printf("FAIL bad spec line: %s\n", body); failures++; continue; }
         const char *only = getenv("GPU_CHECK_ONLY");   /* one kernel, for debugging */
         if (only && *only && strcmp(only, s.kernel) != 0) continue;
-        rng ^= (uint64_t)runs * 0x9E3779B97F4A7C15ull;
-        run_spec(cpu, gpu, &s, 0);
-        run_spec(cpu, gpu, &s, 1);
+        if (nspecs == cap) {
+            cap = cap ? 2 * cap : 16;
+            Spec *more = realloc(specs, sizeof *specs * (size_t)cap);
+            if (!more) { printf("FAIL out of memory\n"); failures++; break; }
+            specs = more;
+        }
+        specs[nspecs++] = s;
     }
+    for (int i = 0; i < nspecs; i++)   /* (the names point into each Spec: copied, and moved by realloc) */
+        for (int c = 0; c < specs[i].nconsts; c++) specs[i].consts[c].name = specs[i].const_names[c];
+    prefetch_specs(gpu, specs, nspecs);
+    for (int i = 0; i < nspecs; i++) {
+        rng ^= (uint64_t)runs * 0x9E3779B97F4A7C15ull;
+        run_spec(cpu, gpu, &specs[i], 0);
+        run_spec(cpu, gpu, &specs[i], 1);
+    }
+    free(specs);
     free(text);
 }
 
