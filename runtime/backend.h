@@ -94,6 +94,18 @@ typedef struct tile_launch_arg {
 
 typedef enum tile_copy_kind { TILE_COPY_H2D, TILE_COPY_D2H, TILE_COPY_D2D } tile_copy_kind;
 
+/* A kernel tile_kernel_prefetch asks the backend to compile ahead: its
+ * specialised IR and the request's launch arguments (args NULL: none; not
+ * checked against the kernel's parameters).  launch_only: the kernel itself
+ * (its likely variant) is compiled, or another item's; only its launch's
+ * variant may be new. */
+typedef struct tile_prefetch_item {
+    const IrFunc *ir;
+    const tile_arg *args;
+    int nargs;
+    bool launch_only;
+} tile_prefetch_item;
+
 struct tile_backend_ops {
     const char *name;             /* "cpu", "cuda" */
     /* Sets ctx->backend_state.  NO_DEVICE / UNSUPPORTED with a message when
@@ -105,10 +117,12 @@ struct tile_backend_ops {
     tile_status (*compile)(tile_ctx *ctx, tile_kernel *k);
     void        (*release_kernel)(tile_ctx *ctx, tile_kernel *k);   /* frees backend_data */
     /* Optional (NULL: tile_kernel_prefetch does nothing): compiles the
-     * specialised kernels fs[0..n) ahead, on several threads, so that their
-     * compile later finds them done.  Best effort: what fails here is left
-     * for compile to report.  The IR is the caller's and goes after the call. */
-    void        (*prefetch)(tile_ctx *ctx, const IrFunc *const *fs, int n);
+     * specialised kernels items[0..n) ahead, on several threads, so that
+     * their compile (and, where an item has the launch's arguments, the
+     * launch's variant) later finds them done.  Best effort: what fails here
+     * is left for compile and launch to report.  The items are the caller's
+     * and go after the call. */
+    void        (*prefetch)(tile_ctx *ctx, const tile_prefetch_item *items, int n);
     tile_status (*launch)(tile_ctx *ctx, tile_kernel *k, const int grid[3],
                           const tile_launch_arg *args, int nargs, void *stream);
     tile_status (*malloc_)(tile_ctx *ctx, size_t bytes, void **ptr);

@@ -85,18 +85,19 @@ typedef struct CudaState {
     int multiprocessors;
     char name[256];
     char cache_dir[4096];     /* "" = no disk cache */
-    struct Prefetched *prefetched;   /* images compiled ahead (cuda_prefetch), not yet taken; newest first */
+    struct Prefetched *prefetched;   /* images compiled ahead (cuda_prefetch); newest first */
     size_t prefetched_bytes;         /* their entries' bytes, at most PREFETCHED_MAX_BYTES */
 } CudaState;
 
-/* Images compiled ahead and never taken (their kernels never got, or
- * modules released) are dropped, oldest first, beyond this: a tuner's batch
- * of 64 points holds some tens of MB. */
-#define PREFETCHED_MAX_BYTES ((size_t)512 << 20)
+/* The images compiled ahead stay for the context's life (another module of
+ * the same file, or a variant whose arrays change nothing the kernel reads,
+ * may look the same source up again, also without a disk cache), dropped
+ * oldest first beyond this: a tuner's batch of 64 points holds some tens
+ * of MB. */
+#define PREFETCHED_MAX_BYTES ((size_t)256 << 20)
 
-/* An image cuda_prefetch compiled, waiting for its kernel's build_variant: a
- * disk-cache entry (CudaCacheHead, then the image) under its disk-cache key.
- * Taken (and freed) by the first lookup of that key. */
+/* An image cuda_prefetch compiled, for its kernel's build_variant: a
+ * disk-cache entry (CudaCacheHead, then the image) under its disk-cache key. */
 typedef struct Prefetched {
     struct Prefetched *next;
     char *key;
@@ -344,19 +345,15 @@ static tile_status smem_fits(tile_ctx *ctx, const char *name, const CudaKernelCo
 
 typedef enum { CACHE_MISS, CACHE_HIT, CACHE_OTHER } CacheLookup;
 
-/* The entry of `key`: compiled ahead (taken from the list; *ahead set), else
- * the disk cache's; false when neither has it. */
+/* The entry of `key` (malloc'd): compiled ahead (a copy of the waiting
+ * one's; *ahead set), else the disk cache's; false when neither has it. */
 static bool entry_get(CudaState *s, const char *key, void **entry, size_t *size, bool *ahead) {
     *ahead = false;
-    for (Prefetched **at = &s->prefetched; *at; at = &(*at)->next)
-        if (strcmp((*at)->key, key) == 0) {
-            Prefetched *p = *at;
-            *at = p->next;
-            s->prefetched_bytes -= p->size;
-            *entry = p->entry;
+    for (const Prefetched *p = s->prefetched; p; p = p->next)
+        if (strcmp(p->key, key) == 0) {
+            if (!(*entry = malloc(p->size))) return false;
+            memcpy(*entry, p->entry, p->size);
             *size = p->size;
-            free(p->key);
-            free(p);
             *ahead = true;
             return true;
         }
@@ -575,73 +572,61 @@ static bool prefetched_add(CudaState *s, char *key, void *entry, size_t size) {
     return true;
 }
 
-/* One kernel of cuda_prefetch: in, the state (read only) and the IR; out, the
- * entry build_variant will find under `key`, or none. */
+/* One variant of cuda_prefetch: in, the state (read only), the IR and the
+ * variant's array facts; then its first emission and disk-cache key (none
+ * where it is not to be compiled); out, the entry build_variant will find
+ * under that key, or none. */
 typedef struct PrefetchJob {
     const CudaState *s;
     const IrFunc *f;
+    unsigned char *flags;   /* per param (CUDA_ARRAY_*), malloc'd */
+    CudaEmitOptions opt;
+    CudaKernelCode code;
+    bool emitted;
     char *key;
     void *entry;
     size_t size;
-    double ms;        /* NVRTC's time */
-    bool on_disk;     /* the disk cache had the entry already */
+    double ms;              /* NVRTC's time */
+    bool on_disk;           /* the disk cache had the entry already */
 } PrefetchJob;
 
-/* What build_variant does for the likely variant of jobs[i].f up to the
- * cache entry, on a worker thread: emit, look the key up, compile with the
- * occupancy rule, write the disk cache.  Touches only its job, the state
- * read-only and the disk cache (whose writes are atomic).  Failures leave no
- * entry: build_variant meets them again and reports them. */
-static void prefetch_one(void *user, int i) {
+/* Phase 1 of cuda_prefetch, on a worker thread: job i's first emission and
+ * key, as build_variant makes them.  Touches only its job and the state
+ * read-only.  A failure leaves no key: build_variant meets it again and
+ * reports it. */
+static void prefetch_emit(void *user, int i) {
     PrefetchJob *j = &((PrefetchJob *)user)[i];
     const CudaState *s = j->s;
-    unsigned char *flags = likely_flags(s, j->f);
-    if (!flags) return;
-    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s), 0, 0};
-    CudaKernelCode code;
+    j->opt = (CudaEmitOptions){0, j->flags, 1, use_wgmma(s), 0, 0};
     Diag d;
     diag_init(&d, "", "");
-    int rc = cuda_emit(j->f, &opt, &code, &d);
+    j->emitted = cuda_emit(j->f, &j->opt, &j->code, &d) == 0;
     diag_free(&d);
-    if (rc != 0) {
-        free(flags);
-        return;
-    }
-    char *key = code.smem_bytes <= s->max_smem_optin ? cuda_cache_key(s, code.source, code.sm90a, NULL, 0) : NULL;
-    void *old = NULL;
-    size_t old_size = 0;
-    if (key && prefetched_has(s, key)) {   /* (the list does not change while the threads run) */
-        free(key);
-        key = NULL;
-    } else if (key && s->cache_dir[0] &&
-               disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, &old, &old_size, cuda_cache_warn, NULL)) {
-        free(old);   /* (compiled before: build_variant reads it from the disk) */
-        j->on_disk = true;
-        free(key);
-        key = NULL;
-    }
+    if (j->emitted && j->code.smem_bytes <= s->max_smem_optin)
+        j->key = cuda_cache_key(s, j->code.source, j->code.sm90a, NULL, 0);
+}
+
+/* Phase 2: job i compiled with the occupancy rule into its entry, written to
+ * the disk cache too (atomically: disk_cache.h). */
+static void prefetch_compile(void *user, int i) {
+    PrefetchJob *j = &((PrefetchJob *)user)[i];
+    const CudaState *s = j->s;
     CudaCompiled im;
     char err[512];
-    if (key && cuda_compile_settled(j->f, opt, s->arch, &code, &im, err, sizeof err) == 0) {
-        CudaCacheHead head = {{0}, 0, 0};
-        memcpy(head.magic, cache_magic, 4);
-        head.max_occupancy = im.max_occupancy;
-        head.source_hash = source_hash(code.source);
-        j->entry = malloc(sizeof head + im.size);
-        if (j->entry) {
-            memcpy(j->entry, &head, sizeof head);
-            memcpy((char *)j->entry + sizeof head, im.image, im.size);
-            j->size = sizeof head + im.size;
-            j->key = key;
-            key = NULL;
-            j->ms = im.compile_ms;
-            if (s->cache_dir[0]) disk_cache_put(s->cache_dir, CUDA_CACHE_KIND, j->key, j->entry, j->size, NULL, 0);
-        }
-        cuda_compile_free(&im);
+    if (!j->key || cuda_compile_settled(j->f, j->opt, s->arch, &j->code, &im, err, sizeof err) != 0) return;
+    CudaCacheHead head = {{0}, 0, 0};
+    memcpy(head.magic, cache_magic, 4);
+    head.max_occupancy = im.max_occupancy;
+    head.source_hash = source_hash(j->code.source);
+    j->entry = malloc(sizeof head + im.size);
+    if (j->entry) {
+        memcpy(j->entry, &head, sizeof head);
+        memcpy((char *)j->entry + sizeof head, im.image, im.size);
+        j->size = sizeof head + im.size;
+        j->ms = im.compile_ms;
+        if (s->cache_dir[0]) disk_cache_put(s->cache_dir, CUDA_CACHE_KIND, j->key, j->entry, j->size, NULL, 0);
     }
-    free(key);
-    cuda_code_free(&code);
-    free(flags);
+    cuda_compile_free(&im);
 }
 
 static double wall_ms(void) {
@@ -650,33 +635,88 @@ static double wall_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Compiles the likely variants of fs[0..n) on workers_count(n) threads and
- * keeps their images in the state until build_variant takes them. */
-static void cuda_prefetch(tile_ctx *ctx, const IrFunc *const *fs, int n) {
+/* The facts of array `a` that a variant is specialised on (emit_cuda.h: CUDA_ARRAY_*). */
+static unsigned char array_facts(const CudaState *s, const tile_array *a) {
+    unsigned char f = kernel_args_array_facts(a);
+    uint64_t unused[4];
+    if (s->drv.TensorMapEncodeTiled && kernel_args_tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
+    return f;
+}
+
+/* The array facts the launch with `args` will specialise f on (cuda_launch),
+ * malloc'd; NULL where the arguments are not one per parameter, an array
+ * for each array. */
+static unsigned char *launch_flags(const CudaState *s, const IrFunc *f, const tile_arg *args, int nargs) {
+    if (!args || nargs != f->nparams) return NULL;
+    for (int i = 0; i < nargs; i++)
+        if ((f->params[i].kind == IRP_ARRAY) != (args[i].kind == TILE_ARG_ARRAY)) return NULL;
+    unsigned char *flags = calloc((size_t)(nargs > 0 ? nargs : 1), 1);
+    for (int i = 0; i < nargs && flags; i++)
+        if (f->params[i].kind == IRP_ARRAY) flags[i] = array_facts(s, &args[i].array);
+    return flags;
+}
+
+/* Compiles the likely variants of items[0..n), and the variants their launch
+ * arguments need where those differ, on workers_count threads (emitting,
+ * then compiling each source not waiting, on disk or asked twice), and
+ * keeps the images in the state for build_variant. */
+static void cuda_prefetch(tile_ctx *ctx, const tile_prefetch_item *items, int n) {
     CudaState *s = state(ctx);
-    PrefetchJob *jobs = calloc((size_t)n, sizeof *jobs);
+    PrefetchJob *jobs = calloc((size_t)(2 * n), sizeof *jobs);
     if (!jobs) return;
+    int njobs = 0;
     for (int i = 0; i < n; i++) {
-        jobs[i].s = s;
-        jobs[i].f = fs[i];
+        const IrFunc *f = items[i].ir;
+        unsigned char *likely = likely_flags(s, f), *launch = launch_flags(s, f, items[i].args, items[i].nargs);
+        if (launch && likely && memcmp(launch, likely, (size_t)(f->nparams > 0 ? f->nparams : 1)) == 0) {
+            free(launch);
+            launch = NULL;
+        }
+        if (likely && items[i].launch_only) {   /* (compiled at its tile_kernel_get, or another item's job) */
+            free(likely);
+            likely = NULL;
+        }
+        if (likely) jobs[njobs++] = (PrefetchJob){.s = s, .f = f, .flags = likely};
+        if (launch) jobs[njobs++] = (PrefetchJob){.s = s, .f = f, .flags = launch};
     }
+    n = njobs;
     int threads = workers_count(n);
     double t0 = wall_ms(), nvrtc_ms = 0;
-    workers_run(n, threads, prefetch_one, jobs);
-    int kept = 0, on_disk = 0;
+    workers_run(n, threads, prefetch_emit, jobs);
+    /* Each source once: one waiting already, one on disk, or one earlier
+     * here (two modules of a file; a launch's variant whose arrays change
+     * nothing the kernel reads) is not compiled again. */
+    int on_disk = 0;
     for (int i = 0; i < n; i++) {
-        on_disk += jobs[i].on_disk;
+        bool again = jobs[i].key && prefetched_has(s, jobs[i].key);
+        for (int k = 0; k < i && jobs[i].key && !again; k++) again = jobs[k].key && !strcmp(jobs[k].key, jobs[i].key);
+        void *old = NULL;
+        size_t old_size = 0;
+        if (!again && jobs[i].key && s->cache_dir[0] &&
+            disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, jobs[i].key, &old, &old_size, cuda_cache_warn, NULL)) {
+            free(old);   /* (compiled before: build_variant reads it from the disk) */
+            on_disk++;
+            again = true;
+        }
+        if (again) {
+            free(jobs[i].key);
+            jobs[i].key = NULL;
+        }
+    }
+    workers_run(n, threads, prefetch_compile, jobs);
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
         nvrtc_ms += jobs[i].ms;
-        /* (the same source twice in one call, from two modules of one file: one kept) */
-        if (jobs[i].entry && !prefetched_has(s, jobs[i].key)) {
+        if (jobs[i].entry) {
             kept += prefetched_add(s, jobs[i].key, jobs[i].entry, jobs[i].size);
         } else {
             free(jobs[i].key);
-            free(jobs[i].entry);
         }
+        if (jobs[i].emitted) cuda_code_free(&jobs[i].code);
+        free(jobs[i].flags);
     }
     if (cache_log())
-        fprintf(stderr, "tilec: compiled %d of %d kernels ahead (%d on disk already) on %d thread%s in %.0f ms "
+        fprintf(stderr, "tilec: compiled %d of %d kernel variants ahead (%d on disk already) on %d thread%s in %.0f ms "
                 "(NVRTC %.0f ms in all)\n", kept, n, on_disk, threads, threads == 1 ? "" : "s", wall_ms() - t0, nvrtc_ms);
     free(jobs);
 }
@@ -697,13 +737,6 @@ static void cuda_release_kernel(tile_ctx *ctx, tile_kernel *k) {
 }
 
 /* ---- launching ------------------------------------------------------------------------- */
-
-static unsigned char array_facts(const CudaState *s, const tile_array *a) {
-    unsigned char f = kernel_args_array_facts(a);
-    uint64_t unused[4];
-    if (s->drv.TensorMapEncodeTiled && kernel_args_tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
-    return f;
-}
 
 /* The compiled variant of kernel `k` for the array facts `flags`, compiled now if new. */
 static tile_status find_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, int nargs, CudaVariant **out) {

@@ -667,6 +667,9 @@ typedef struct Prefetch {
     Arena arena;   /* holds ir */
     IrFunc *ir;
     char *canon;
+    const tile_arg *args;   /* the request's (NULL: none) */
+    int nargs;
+    bool launch_only;       /* tile_prefetch_item's */
 } Prefetch;
 
 tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs, int n) {
@@ -687,8 +690,10 @@ tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs,
     Prefetch *todo = calloc((size_t)n, sizeof *todo);
     if (!todo) return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
     int ntodo = 0;
-    /* Each request whose module has no such kernel yet, once: one that cannot
-     * be specialised is left to tile_kernel_get, which reports it. */
+    /* Each request whose module has no such kernel yet, once; with launch
+     * arguments, each (its launch's variant may be new), with the kernel
+     * where it is new.  One that cannot be specialised is left to
+     * tile_kernel_get, which reports it. */
     for (int r = 0; r < n; r++) {
         const tile_kernel_request *q = &reqs[r];
         tile_module *mod = q->module;
@@ -701,9 +706,22 @@ tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs,
         p->ir = specialise(mod, q->name, q->consts, q->nconsts, &p->arena, &d);
         diag_free(&d);
         p->module = mod;
+        p->args = q->nargs > 0 ? q->args : NULL;
+        p->nargs = p->args ? q->nargs : 0;
         p->canon = p->ir ? canonical_key(p->ir) : NULL;
-        bool fresh = p->canon && !kernel_of_key(mod, p->canon);
-        for (int j = 0; j < ntodo && fresh; j++) fresh = todo[j].module != mod || strcmp(todo[j].canon, p->canon) != 0;
+        p->launch_only = p->canon && kernel_of_key(mod, p->canon);
+        bool fresh = p->canon && (p->args || !p->launch_only);
+        for (int j = 0; j < ntodo && fresh; j++) {
+            if (todo[j].module != mod || strcmp(todo[j].canon, p->canon) != 0) continue;
+            if (p->args && !todo[j].args) {   /* the same kernel asked before without arguments: these are its */
+                todo[j].args = p->args;
+                todo[j].nargs = p->nargs;
+                fresh = false;
+            } else {
+                fresh = p->args != NULL;
+                p->launch_only = true;
+            }
+        }
         if (fresh) {
             ntodo++;
         } else {
@@ -711,18 +729,19 @@ tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs,
             arena_free(&p->arena);
         }
     }
-    const IrFunc **irs = malloc(sizeof *irs * (size_t)(ntodo > 0 ? ntodo : 1));
-    if (irs) {
-        for (int i = 0; i < ntodo; i++) irs[i] = todo[i].ir;
-        if (ntodo) ctx->ops->prefetch(ctx, irs, ntodo);
-        free(irs);
+    tile_prefetch_item *items = malloc(sizeof *items * (size_t)(ntodo > 0 ? ntodo : 1));
+    if (items) {
+        for (int i = 0; i < ntodo; i++)
+            items[i] = (tile_prefetch_item){todo[i].ir, todo[i].args, todo[i].nargs, todo[i].launch_only};
+        if (ntodo) ctx->ops->prefetch(ctx, items, ntodo);
+        free(items);
     }
     for (int i = 0; i < ntodo; i++) {
         free(todo[i].canon);
         arena_free(&todo[i].arena);
     }
     free(todo);
-    return irs ? TILE_OK : tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    return items ? TILE_OK : tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
 }
 
 static int kernel_live(const tile_kernel *k) { return k && k->magic == TILE_MAGIC_KERNEL; }

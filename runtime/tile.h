@@ -160,12 +160,20 @@ const char *tile_module_kernel_name(const tile_module *mod, int i);
 tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const *consts,
                             int nconsts, tile_kernel **kern);
 
-/* One request of tile_kernel_prefetch: tile_kernel_get's arguments. */
+/* One request of tile_kernel_prefetch: tile_kernel_get's arguments, and
+ * optionally the arguments the kernel will be launched with (args NULL:
+ * none).  tile_launch specialises a kernel on its arrays (alignment,
+ * strides, extents), compiling a variant at the first launch whose arrays
+ * differ from the aligned, contiguous ones tile_kernel_get compiles for;
+ * with args, that variant is compiled ahead too.  Only the arrays' dtypes,
+ * shapes, strides and the alignment of their data are read. */
 typedef struct tile_kernel_request {
     tile_module *module;
     const char *name;
     const tile_const *consts;
     int nconsts;
+    const tile_arg *args;
+    int nargs;
 } tile_kernel_request;
 
 /* Compiles the kernels that tile_kernel_get would give for requests

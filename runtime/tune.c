@@ -553,16 +553,17 @@ static void tune_time_point(Tuner *t, TuneTimer *tm, const tile_const *consts, t
 }
 
 /* Compiles points first .. first + TUNE_PREFETCH_POINTS - 1 ahead, on
- * several threads where the backend can (tile_kernel_prefetch); each is then
- * timed as it comes, its kernel already compiled. */
-static void tune_prefetch(Tuner *t, int first) {
+ * several threads where the backend can (tile_kernel_prefetch), for the
+ * arrays they will be timed on; each is then timed as it comes, its kernel
+ * already compiled. */
+static void tune_prefetch(Tuner *t, int first, const tile_arg *args, int nargs) {
     int n = t->npoints - first < TUNE_PREFETCH_POINTS ? t->npoints - first : TUNE_PREFETCH_POINTS;
     int naxes = t->naxes > 0 ? t->naxes : 1;
     tile_kernel_request reqs[TUNE_PREFETCH_POINTS];
     tile_const *consts = ARENA_ARRAY(&t->arena, tile_const, (size_t)n * (size_t)naxes);
     for (int i = 0; i < n; i++) {
         tune_point_consts(t, first + i, consts + (size_t)i * (size_t)naxes);
-        reqs[i] = (tile_kernel_request){t->mod, t->kernel, consts + (size_t)i * (size_t)naxes, t->naxes};
+        reqs[i] = (tile_kernel_request){t->mod, t->kernel, consts + (size_t)i * (size_t)naxes, t->naxes, args, nargs};
     }
     (void)tile_kernel_prefetch(t->ctx, reqs, n);   /* (best effort: each point's own get says what fails) */
 }
@@ -588,7 +589,7 @@ static tile_status tune_search(Tuner *t, tile_grid_fn grid_fn, void *user, const
     tile_const *consts = ARENA_ARRAY(&t->arena, tile_const, t->naxes > 0 ? t->naxes : 1);
     *winner = -1;
     for (int p = 0; p < t->npoints; p++) {
-        if (p % TUNE_PREFETCH_POINTS == 0) tune_prefetch(t, p);
+        if (p % TUNE_PREFETCH_POINTS == 0) tune_prefetch(t, p, args, nargs);
         tune_point_consts(t, p, consts);
         tune_time_point(t, &tm, consts, grid_fn, user, args, nargs, &points[p]);
         const char *label = tune_point_label(t, consts);

@@ -353,7 +353,7 @@ static void bench_jit(const char *cache_dir) {
     tile_ctx *ctx;
     if (tile_ctx_create(&ctx, TILE_BACKEND_CUDA, 0) != TILE_OK) die(ctx, "context");
     tile_kernel_request reqs[NK];
-    for (size_t i = 0; i < NK; i++) reqs[i] = (tile_kernel_request){load(ctx, ks[i].file), ks[i].kernel, ks[i].c, ks[i].nc};
+    for (size_t i = 0; i < NK; i++) reqs[i] = (tile_kernel_request){load(ctx, ks[i].file), ks[i].kernel, ks[i].c, ks[i].nc, NULL, 0};
     double t0 = now_ms();
     if (tile_kernel_prefetch(ctx, reqs, NK) != TILE_OK) die(ctx, "prefetch");
     for (size_t i = 0; i < NK; i++) {

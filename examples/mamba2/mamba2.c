@@ -1152,12 +1152,13 @@ static int run_setup(Run *run, const M2Inputs *in, const M2Options *o, int tune,
         run->nargs[K_OUT] = na;
     }
 
-    if (!tune) {   /* all four compiled at once (on the CPU this does nothing) */
+    if (!tune) {   /* all four compiled at once, for these arrays (on the CPU this does nothing) */
         tile_kernel_request reqs[K_COUNT];
         int nreqs = 0;
         for (int k = 0; k < K_COUNT; k++)
             if (!run->skip[k])
-                reqs[nreqs++] = (tile_kernel_request){run->mod[k], plan.name[k], plan.consts[k], plan.nconsts[k]};
+                reqs[nreqs++] = (tile_kernel_request){run->mod[k], plan.name[k], plan.consts[k], plan.nconsts[k],
+                                                      run->args[k], run->nargs[k]};
         TRY(tile_kernel_prefetch(run->ctx, reqs, nreqs));
     }
     for (int k = 0; k < K_COUNT; k++) {

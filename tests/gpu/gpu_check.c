@@ -277,7 +277,7 @@ static void prefetch_specs(tile_ctx *gpu, const Spec *specs, int n) {
         for (int j = 0; j < nreqs && !m; j++)   /* (one module a file) */
             if (strcmp(specs[i].file, specs[j].file) == 0) m = reqs[j].module;
         if (!m && tile_module_load_file(gpu, specs[i].file, &m) != TILE_OK) continue;
-        reqs[nreqs++] = (tile_kernel_request){m, specs[i].kernel, specs[i].consts, specs[i].nconsts};
+        reqs[nreqs++] = (tile_kernel_request){m, specs[i].kernel, specs[i].consts, specs[i].nconsts, NULL, 0};
     }
     if (nreqs) tile_kernel_prefetch(gpu, reqs, nreqs);
     free(reqs);

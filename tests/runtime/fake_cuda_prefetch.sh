@@ -10,7 +10,8 @@
 #  - the point the tuner compiled first (it checks the call with the first
 #    value of each axis) is not compiled again ahead;
 #  - prefetch_api.c's requests: bad ones skipped, one kernel asked twice and
-#    again from another module of the same source compiled once.
+#    again from another module of the same source compiled once, and the
+#    variant a launch on shifted arrays needs compiled ahead too.
 set -u
 tilec=$1 lib=$2 dir=$3 m=$4 api=$5
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
@@ -31,7 +32,7 @@ expect() {   # expect FILE COUNT PATTERN
 # 4 points (BM, BN in 64, 128): the first compiled by the call's check, the 3 others ahead, then taken
 for t in 1 2; do
   tune $t "$dir/c$t" t$t.out -D BK=32 -D num_warps=4
-  expect t$t.out 1 "compiled 3 of 3 kernels ahead (0 on disk already) on $t thread"
+  expect t$t.out 1 "compiled 3 of 3 kernel variants ahead (0 on disk already) on $t thread"
   expect t$t.out 3 "kernel matmul_bf16: compiled ahead"
   expect t$t.out 1 "kernel matmul_bf16: compiled ("
 done
@@ -43,19 +44,19 @@ done
 # the same space again without its cached winner: every image from the disk
 rm -f "$dir"/c2/tune-*
 tune 2 "$dir/c2" again.out -D BK=32 -D num_warps=4
-expect again.out 1 "compiled 0 of 3 kernels ahead (3 on disk already)"
+expect again.out 1 "compiled 0 of 3 kernel variants ahead (3 on disk already)"
 expect again.out 0 "kernel matmul_bf16: compiled"
 expect again.out 4 "kernel matmul_bf16: from the disk cache"
 # without a disk cache: 2 points (4 and 8 warps), the first compiled by the check, the other ahead
 tune 2 off dedup.out -D BM=32 -D BN=32 -D BK=32
-expect dedup.out 1 "compiled 1 of 1 kernels ahead"
+expect dedup.out 1 "compiled 1 of 1 kernel variants ahead"
 expect dedup.out 1 "kernel matmul_bf16: compiled ahead"
-# the API's requests (with a disk cache: the second module's kernel is read back from it)
+# the API's requests (with a disk cache; the second module's kernel, the same source, is the image compiled ahead)
 LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TILEC_CACHE_LOG=1 TILEC_COMPILE_THREADS=2 \
   TILE_CACHE_DIR="$dir/api" "$api" >api.out 2>&1 || { echo "FAIL: prefetch_api exited $?"; cat api.out; fail=1; }
-expect api.out 1 "compiled 1 of 2 kernels ahead (0 on disk already)"
-expect api.out 1 "kernel scale: compiled ahead"
-expect api.out 1 "kernel scale: from the disk cache"
+expect api.out 1 "compiled 2 of 3 kernel variants ahead (0 on disk already)"
+expect api.out 3 "kernel scale: compiled ahead"
+expect api.out 0 "kernel scale: from the disk cache"
 expect api.out 0 "kernel scale: compiled ("
 [ $fail -eq 0 ] && echo "ok: compiled ahead on 1 and 2 threads, the same images; read from the disk; no point twice; the API's requests"
 exit $fail

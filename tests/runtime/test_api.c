@@ -115,12 +115,13 @@ static void test_kernels(tile_module *mod) {
     CHECK(k4 && k4 != k1);
 
     /* compiling ahead: only a bad list is an error; a bad request is left to tile_kernel_get */
-    tile_kernel_request reqs[3] = {{mod, "vadd", &b32, 1}, {mod, "nope", NULL, 0}, {mod, "vadd", twice, 2}};
+    tile_kernel_request reqs[3] = {{mod, "vadd", &b32, 1, NULL, 0}, {mod, "nope", NULL, 0, NULL, 0},
+                                   {mod, "vadd", twice, 2, NULL, 0}};
     CHECK_ST(tile_kernel_prefetch(ctx, reqs, 3), TILE_OK);
     CHECK_ST(tile_kernel_prefetch(ctx, reqs, -1), TILE_ERR_INVALID_ARG);
     CHECK_HAS(tile_ctx_last_error(ctx), "bad request list (-1 entries)");
     CHECK_ST(tile_kernel_prefetch(ctx, NULL, 1), TILE_ERR_INVALID_ARG);
-    tile_kernel_request no_module = {NULL, "vadd", NULL, 0};
+    tile_kernel_request no_module = {NULL, "vadd", NULL, 0, NULL, 0};
     CHECK_ST(tile_kernel_prefetch(ctx, &no_module, 1), TILE_ERR_INVALID_ARG);
     CHECK_HAS(tile_ctx_last_error(ctx), "request 0: no module");
     CHECK_ST(tile_kernel_prefetch(NULL, reqs, 1), TILE_ERR_INVALID_ARG);
@@ -303,7 +304,7 @@ static void test_release(void) {
     tile_module_release(mod);
     CHECK_ST(tile_kernel_get(mod, "vadd", NULL, 0, &k), TILE_ERR_INVALID_ARG);
     CHECK_HAS(tile_ctx_last_error(ctx), "module was released");
-    tile_kernel_request req = {mod, "vadd", NULL, 0};
+    tile_kernel_request req = {mod, "vadd", NULL, 0, NULL, 0};
     CHECK_ST(tile_kernel_prefetch(ctx, &req, 1), TILE_ERR_INVALID_ARG);
     CHECK_HAS(tile_ctx_last_error(ctx), "request 0: the module was released");
     float x[16] = {0};
