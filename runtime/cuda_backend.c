@@ -86,14 +86,14 @@ typedef struct CudaState {
     char name[256];
     char cache_dir[4096];     /* "" = no disk cache */
     struct Prefetched *prefetched;   /* images compiled ahead (cuda_prefetch); newest first */
-    size_t prefetched_bytes;         /* their entries' bytes, at most PREFETCHED_MAX_BYTES */
+    size_t prefetched_bytes;         /* their entries' and keys' bytes (PREFETCHED_MAX_BYTES) */
 } CudaState;
 
 /* The images compiled ahead stay for the context's life (another module of
  * the same file, or a variant whose arrays change nothing the kernel reads,
  * may look the same source up again, also without a disk cache), dropped
- * oldest first beyond this: a tuner's batch of 64 points holds some tens
- * of MB. */
+ * oldest first beyond this (the newest always kept): a tuner's batch of 64
+ * points holds some tens of MB, keys (device header and source) included. */
 #define PREFETCHED_MAX_BYTES ((size_t)256 << 20)
 
 /* An image cuda_prefetch compiled, for its kernel's build_variant: a
@@ -101,9 +101,20 @@ typedef struct CudaState {
 typedef struct Prefetched {
     struct Prefetched *next;
     char *key;
+    uint64_t key_hash;   /* (keys share the device header's 25 KB: compared by hash first) */
     void *entry;
     size_t size;
 } Prefetched;
+
+static uint64_t key_hash(const char *key) { return disk_cache_fnv1a(key, strlen(key), DISK_CACHE_FNV_SEED); }
+
+/* The image of `key` compiled ahead, or NULL. */
+static const Prefetched *prefetched_find(const CudaState *s, const char *key) {
+    uint64_t h = key_hash(key);
+    for (const Prefetched *p = s->prefetched; p; p = p->next)
+        if (p->key_hash == h && strcmp(p->key, key) == 0) return p;
+    return NULL;
+}
 
 /* One compiled specialisation of a kernel. */
 typedef struct CudaVariant {
@@ -345,18 +356,17 @@ static tile_status smem_fits(tile_ctx *ctx, const char *name, const CudaKernelCo
 
 typedef enum { CACHE_MISS, CACHE_HIT, CACHE_OTHER } CacheLookup;
 
-/* The entry of `key` (malloc'd): compiled ahead (a copy of the waiting
- * one's; *ahead set), else the disk cache's; false when neither has it. */
+/* The entry of `key` (malloc'd): compiled ahead (a copy; *ahead set), else
+ * the disk cache's; false when neither has it. */
 static bool entry_get(CudaState *s, const char *key, void **entry, size_t *size, bool *ahead) {
     *ahead = false;
-    for (const Prefetched *p = s->prefetched; p; p = p->next)
-        if (strcmp(p->key, key) == 0) {
-            if (!(*entry = malloc(p->size))) return false;
-            memcpy(*entry, p->entry, p->size);
-            *size = p->size;
-            *ahead = true;
-            return true;
-        }
+    const Prefetched *p = prefetched_find(s, key);
+    if (p && (*entry = malloc(p->size)) != NULL) {
+        memcpy(*entry, p->entry, p->size);
+        *size = p->size;
+        *ahead = true;
+        return true;
+    }
     return s->cache_dir[0] && disk_cache_get(s->cache_dir, CUDA_CACHE_KIND, key, entry, size, cuda_cache_warn, NULL);
 }
 
@@ -541,13 +551,6 @@ static tile_status cuda_compile(tile_ctx *ctx, tile_kernel *k) {
 
 /* ---- compiling ahead (tile_kernel_prefetch) ------------------------------------------ */
 
-/* Is an image of `key` waiting in the state? */
-static bool prefetched_has(const CudaState *s, const char *key) {
-    for (const Prefetched *p = s->prefetched; p; p = p->next)
-        if (strcmp(p->key, key) == 0) return true;
-    return false;
-}
-
 /* Keeps entry (key, entry, size), taking both; drops the oldest beyond
  * PREFETCHED_MAX_BYTES.  False (nothing kept, both freed) when out of memory. */
 static bool prefetched_add(CudaState *s, char *key, void *entry, size_t size) {
@@ -557,13 +560,13 @@ static bool prefetched_add(CudaState *s, char *key, void *entry, size_t size) {
         free(entry);
         return false;
     }
-    *p = (Prefetched){s->prefetched, key, entry, size};
+    *p = (Prefetched){s->prefetched, key, key_hash(key), entry, size};
     s->prefetched = p;
-    s->prefetched_bytes += size;
+    s->prefetched_bytes += size + strlen(key);
     while (s->prefetched_bytes > PREFETCHED_MAX_BYTES && s->prefetched->next) {
         Prefetched **last = &s->prefetched;
         while ((*last)->next) last = &(*last)->next;
-        s->prefetched_bytes -= (*last)->size;
+        s->prefetched_bytes -= (*last)->size + strlen((*last)->key);
         free((*last)->key);
         free((*last)->entry);
         free(*last);
@@ -643,13 +646,20 @@ static unsigned char array_facts(const CudaState *s, const tile_array *a) {
     return f;
 }
 
-/* The array facts the launch with `args` will specialise f on (cuda_launch),
- * malloc'd; NULL where the arguments are not one per parameter, an array
- * for each array. */
+/* The array facts the launch with `args` will probably specialise f on
+ * (cuda_launch's; it drops TMA where the driver then refuses a map),
+ * malloc'd; NULL where the arguments are not one per parameter, an array of
+ * the parameter's dtype and rank for each array (tile_launch would refuse
+ * them). */
 static unsigned char *launch_flags(const CudaState *s, const IrFunc *f, const tile_arg *args, int nargs) {
     if (!args || nargs != f->nparams) return NULL;
-    for (int i = 0; i < nargs; i++)
-        if ((f->params[i].kind == IRP_ARRAY) != (args[i].kind == TILE_ARG_ARRAY)) return NULL;
+    for (int i = 0; i < nargs; i++) {
+        const IrParam *p = &f->params[i];
+        if ((p->kind == IRP_ARRAY) != (args[i].kind == TILE_ARG_ARRAY)) return NULL;
+        if (p->kind == IRP_ARRAY &&
+            (args[i].array.rank != p->rank || (int)args[i].array.dtype != (int)p->dtype))
+            return NULL;
+    }
     unsigned char *flags = calloc((size_t)(nargs > 0 ? nargs : 1), 1);
     for (int i = 0; i < nargs && flags; i++)
         if (f->params[i].kind == IRP_ARRAY) flags[i] = array_facts(s, &args[i].array);
@@ -688,7 +698,7 @@ static void cuda_prefetch(tile_ctx *ctx, const tile_prefetch_item *items, int n)
      * nothing the kernel reads) is not compiled again. */
     int on_disk = 0;
     for (int i = 0; i < n; i++) {
-        bool again = jobs[i].key && prefetched_has(s, jobs[i].key);
+        bool again = jobs[i].key && prefetched_find(s, jobs[i].key) != NULL;
         for (int k = 0; k < i && jobs[i].key && !again; k++) again = jobs[k].key && !strcmp(jobs[k].key, jobs[i].key);
         void *old = NULL;
         size_t old_size = 0;

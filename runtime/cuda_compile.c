@@ -54,13 +54,13 @@ static int compile_once(const CudaKernelCode *code, int arch, CudaCompiled *out,
         if (cuda_nvrtc_compile_fresh(code->source, code->name, arch, code->sm90a, 1, &again, err, errlen) == 0) {
             out->compilations++;
             out->compile_ms += again.compile_ms;
-            if (again.cubin) {
-                cuda_binary_free(&bin);
-                bin = again;
+            if (again.cubin) {   /* its report and log; the image stays the source's own (no nonce) */
+                free(bin.log);
+                bin.log = again.log;
+                again.log = NULL;
                 cuda_nvrtc_resources(bin.log, &out->res);
-            } else {
-                cuda_binary_free(&again);
             }
+            cuda_binary_free(&again);
         }
     }
     if (bin.cubin) {

@@ -162,11 +162,14 @@ tile_status tile_kernel_get(tile_module *mod, const char *name, const tile_const
 
 /* One request of tile_kernel_prefetch: tile_kernel_get's arguments, and
  * optionally the arguments the kernel will be launched with (args NULL:
- * none).  tile_launch specialises a kernel on its arrays (alignment,
- * strides, extents), compiling a variant at the first launch whose arrays
- * differ from the aligned, contiguous ones tile_kernel_get compiles for;
- * with args, that variant is compiled ahead too.  Only the arrays' dtypes,
- * shapes, strides and the alignment of their data are read. */
+ * none).  tile_launch specialises a kernel on its arrays (16-byte aligned
+ * rows or not, 31-bit offsets or not, a layout TMA can copy or not),
+ * compiling a variant at the first launch whose arrays are not of the kind
+ * tile_kernel_get compiles for (all three); with args, the variant they
+ * need is compiled ahead too.  Only the arguments' kinds and the arrays'
+ * dtypes, ranks, shapes, strides and data alignment are read, nothing
+ * dereferenced; arguments that do not fit the kernel's parameters are
+ * ignored (tile_launch would refuse them). */
 typedef struct tile_kernel_request {
     tile_module *module;
     const char *name;

@@ -271,15 +271,21 @@ static int run_spec(tile_ctx *cpu, tile_ctx *gpu, const Spec *s, int shift) {
  * here fails in run_spec, with its message. */
 static void prefetch_specs(tile_ctx *gpu, const Spec *specs, int n) {
     tile_kernel_request *reqs = calloc((size_t)(n > 0 ? n : 1), sizeof *reqs);
+    tile_module **mods = calloc((size_t)(n > 0 ? n : 1), sizeof *mods);   /* specs[i]'s, one a file */
     int nreqs = 0;
-    for (int i = 0; reqs && i < n; i++) {
-        tile_module *m = NULL;
-        for (int j = 0; j < nreqs && !m; j++)   /* (one module a file) */
-            if (strcmp(specs[i].file, specs[j].file) == 0) m = reqs[j].module;
-        if (!m && tile_module_load_file(gpu, specs[i].file, &m) != TILE_OK) continue;
-        reqs[nreqs++] = (tile_kernel_request){m, specs[i].kernel, specs[i].consts, specs[i].nconsts, NULL, 0};
+    for (int i = 0; reqs && mods && i < n; i++) {
+        for (int j = 0; j < i && !mods[i]; j++)
+            if (strcmp(specs[i].file, specs[j].file) == 0) mods[i] = mods[j];
+        if (!mods[i] && tile_module_load_file(gpu, specs[i].file, &mods[i]) != TILE_OK) mods[i] = NULL;
+        if (mods[i]) reqs[nreqs++] = (tile_kernel_request){mods[i], specs[i].kernel, specs[i].consts, specs[i].nconsts, NULL, 0};
     }
     if (nreqs) tile_kernel_prefetch(gpu, reqs, nreqs);
+    for (int i = 0; mods && i < n; i++) {   /* (the images stay in the context) */
+        bool first = mods[i] != NULL;
+        for (int j = 0; j < i && first; j++) first = mods[j] != mods[i];
+        if (first) tile_module_release(mods[i]);
+    }
+    free(mods);
     free(reqs);
 }
 

@@ -149,6 +149,7 @@ int main(int argc, char **argv) {
                 checked++;
                 if (settle && im.ptx) {   /* the settled compile's cubin, PTX and log (ptxas ran for its report) */
                     bin.cubin = im.image, bin.cubin_size = im.size, bin.ptx = im.ptx, bin.log = im.log;
+                    bin.ptx_size = strlen(im.ptx);
                     bin.compile_ms = im.compile_ms;
                     memset(&im, 0, sizeof im);
                 } else {
