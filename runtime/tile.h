@@ -184,10 +184,11 @@ typedef struct tile_kernel_request {
  * backend runs NVRTC on one thread per CPU the process may use, at most 32
  * ($TILEC_COMPILE_THREADS sets how many; 1 = one at a time), where
  * tile_kernel_get compiles one kernel at a time.  The tile_kernel_get calls
- * that follow then load what was compiled.  A request that cannot be
- * specialised or compiled is skipped: its tile_kernel_get reports why.
- * Errors: a bad context or list (a request of another context's, or of a
- * released module, included), or no memory.  The CPU backend does nothing. */
+ * (and launches on the requests' arrays) that follow then load what was
+ * compiled.  A request that cannot be specialised or compiled is skipped:
+ * its tile_kernel_get reports why.  Errors: a bad context or list (a request
+ * of another context's, or of a released module, included), or no memory.
+ * The CPU and emu backends do nothing here. */
 tile_status tile_kernel_prefetch(tile_ctx *ctx, const tile_kernel_request *reqs, int n);
 
 /* Introspection of the specialised kernel's runtime parameters (constants
