@@ -90,17 +90,6 @@ enum { ASYNC_NONE, ASYNC_LOAD, ASYNC_VIEW };
 
 /* ---- analysis (once per kernel) ------------------------------------------------ */
 
-static void count_uses(Emitter *E, const IrBlock *blk) {
-    if (!blk) return;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        for (int a = 0; a < o->nargs; a++)
-            if (o->args[a] >= 0) E->nuses[o->args[a]]++;
-        count_uses(E, o->body);
-        count_uses(E, o->else_body);
-    }
-}
-
 /* Geometry of a load's tile: its contiguous view axis (the array's last
  * axis) and the other non-unit view axis (-1 when there is none: one row).
  * False when the tile has more non-unit axes or the contiguous one is unit. */
@@ -489,14 +478,13 @@ void ce_async_analyse(Emitter *E) {
         E->async_read_direct[i] = false;
         E->mma_tf32_a_regs[i] = false;
         E->readback_loop[i] = NULL;
-        E->nuses[i] = 0;
         E->async_kind[i] = ASYNC_NONE;
         E->async_pitch[i] = 0;
         E->async_ptr[i] = NULL;
         E->async_stages[i] = 0;
     }
     E->swizzled = false;
-    count_uses(E, E->f->body);
+    ir_count_uses(E->f, E->nuses, NULL);
     ce_each_mma(E, E->f->body, mark_operands);
     while (settle_readers(E, E->f->body)) {}
 }

@@ -49,19 +49,9 @@ static const IrOp *chain_load(const IrFunc *f, int v, int *contiguous) {
 }
 
 typedef struct Uses {
-    int *count;           /* per value: how many operands read it */
+    int *count;           /* per value: how many operands read it (ir_count_uses) */
     const IrOp **single;  /* per value: its reader, where it has one */
 } Uses;
-
-static void count_uses(const IrBlock *blk, Uses *u) {
-    for (int i = 0; blk && i < blk->nops; i++) {
-        const IrOp *o = blk->ops[i];
-        for (int a = 0; a < o->nargs; a++)
-            if (o->args[a] >= 0) u->count[o->args[a]]++, u->single[o->args[a]] = o;
-        count_uses(o->body, u);
-        count_uses(o->else_body, u);
-    }
-}
 
 /* Is every value of v's chain (down to its load) read by its one reader? */
 static bool chain_single_use(const IrFunc *f, const Uses *u, int v) {
@@ -199,13 +189,11 @@ const IrFunc *ce_rewrite_for_target(Emitter *E, const IrFunc *f) {
      * or the emission again without their copies, emit_kernel) */
     if (!E->opt_transposed_products || !E->opt_wgmma || E->opt_wgmma_noreg || E->opt_no_wgmma_transpose) return f;
     Uses u = {ARENA_ARRAY(&E->mem, int, f->nvalues + 1), ARENA_ARRAY(&E->mem, const IrOp *, f->nvalues + 1)};
-    for (int i = 0; i <= f->nvalues; i++) u.count[i] = 0, u.single[i] = NULL;
-    count_uses(f->body, &u);
+    ir_count_uses(f, u.count, u.single);
     int n = rewrite_block(E, (IrFunc *)f, &u, f->body, readback_max, NULL, 0);   /* (counts: f unchanged) */
     if (!n) return f;
     IrFunc *c = ir_clone(&E->mem, f);
-    for (int i = 0; i <= c->nvalues; i++) u.count[i] = 0, u.single[i] = NULL;
-    count_uses(c->body, &u);   /* (the same values, read by the copy's ops) */
+    ir_count_uses(c, u.count, u.single);   /* (the same values, read by the copy's ops) */
     int *marks = ARENA_ARRAY(&E->mem, int, n);
     n = rewrite_block(E, c, &u, c->body, readback_max, marks, n);
     E->transposed = ARENA_ARRAY(&E->mem, bool, c->nvalues + 1);

@@ -164,6 +164,27 @@ void ir_walk(IrFunc *f, IrBlock *blk, IrVisit visit, void *ctx) {
     }
 }
 
+static void count_block_uses(const IrBlock *blk, int *count, const IrOp **reader) {
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        for (int a = 0; a < o->nargs; a++)
+            if (o->args[a] >= 0) {
+                count[o->args[a]]++;
+                if (reader) reader[o->args[a]] = o;
+            }
+        count_block_uses(o->body, count, reader);
+        count_block_uses(o->else_body, count, reader);
+    }
+}
+
+void ir_count_uses(const IrFunc *f, int *count, const IrOp **reader) {
+    for (int v = 0; v <= f->nvalues; v++) {
+        count[v] = 0;
+        if (reader) reader[v] = NULL;
+    }
+    count_block_uses(f->body, count, reader);
+}
+
 bool ir_const_int(const IrFunc *f, int v, int64_t *out) {
     const IrOp *d = v >= 0 && v < f->nvalues ? f->values[v].def : NULL;
     if (!d || d->op != OP_CONST || !dtype_is_int(f->values[v].type.dtype)) return false;

@@ -168,6 +168,11 @@ void ir_print(FILE *out, const IrFunc *f);
 typedef void (*IrVisit)(IrFunc *f, IrOp *op, void *ctx);
 void ir_walk(IrFunc *f, IrBlock *blk, IrVisit visit, void *ctx);
 bool ir_op_has_side_effects(const IrOp *op);   /* stores, atomics, print, control, local.set */
+/* Operand reads of each value over the whole of f, nested regions included:
+ * count[v] (nvalues + 1 entries, set here) and, where `reader` is not NULL,
+ * reader[v], the op that read v last in program order (its one reader where
+ * count[v] == 1). */
+void ir_count_uses(const IrFunc *f, int *count, const IrOp **reader);
 /* Is value v an integer CONST?  Its value in *out. */
 bool ir_const_int(const IrFunc *f, int v, int64_t *out);
 /* How an op touches its array parameter (`array`): load and gather read,

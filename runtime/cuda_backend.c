@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- the driver, loaded with dlopen -------------------------------------------- */
 
@@ -105,6 +104,12 @@ typedef struct Prefetched {
     void *entry;
     size_t size;
 } Prefetched;
+
+static void prefetched_free(Prefetched *p) {
+    free(p->key);
+    free(p->entry);
+    free(p);
+}
 
 static uint64_t key_hash(const char *key) { return disk_cache_fnv1a(key, strlen(key), DISK_CACHE_FNV_SEED); }
 
@@ -255,12 +260,9 @@ static void cuda_destroy(tile_ctx *ctx) {
     if (!s) return;
     s->drv.CtxSynchronize();
     s->drv.DevicePrimaryCtxRelease(s->dev);
-    for (Prefetched *p = s->prefetched; p;) {
-        Prefetched *next = p->next;
-        free(p->key);
-        free(p->entry);
-        free(p);
-        p = next;
+    for (Prefetched *p = s->prefetched, *next; p; p = next) {
+        next = p->next;
+        prefetched_free(p);
     }
     dlclose(s->drv.lib);
     free(s);
@@ -567,9 +569,7 @@ static bool prefetched_add(CudaState *s, char *key, void *entry, size_t size) {
         Prefetched **last = &s->prefetched;
         while ((*last)->next) last = &(*last)->next;
         s->prefetched_bytes -= (*last)->size + strlen((*last)->key);
-        free((*last)->key);
-        free((*last)->entry);
-        free(*last);
+        prefetched_free(*last);
         *last = NULL;
     }
     return true;
@@ -632,12 +632,6 @@ static void prefetch_compile(void *user, int i) {
     cuda_compile_free(&im);
 }
 
-static double wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* The facts of array `a` that a variant is specialised on (emit_cuda.h: CUDA_ARRAY_*). */
 static unsigned char array_facts(const CudaState *s, const tile_array *a) {
     unsigned char f = kernel_args_array_facts(a);
@@ -691,7 +685,7 @@ static void cuda_prefetch(tile_ctx *ctx, const tile_prefetch_item *items, int n)
     }
     n = njobs;
     int threads = workers_count(n);
-    double t0 = wall_ms(), nvrtc_ms = 0;
+    double t0 = cuda_nvrtc_now_ms(), nvrtc_ms = 0;
     workers_run(n, threads, prefetch_emit, jobs);
     /* Each source once: one waiting already, one on disk, or one earlier
      * here (two modules of a file; a launch's variant whose arrays change
@@ -727,7 +721,7 @@ static void cuda_prefetch(tile_ctx *ctx, const tile_prefetch_item *items, int n)
     }
     if (cache_log())
         fprintf(stderr, "tilec: compiled %d of %d kernel variants ahead (%d on disk already) on %d thread%s in %.0f ms "
-                "(NVRTC %.0f ms in all)\n", kept, n, on_disk, threads, threads == 1 ? "" : "s", wall_ms() - t0, nvrtc_ms);
+                "(NVRTC %.0f ms in all)\n", kept, n, on_disk, threads, threads == 1 ? "" : "s", cuda_nvrtc_now_ms() - t0, nvrtc_ms);
     free(jobs);
 }
 

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ms(void) {
+double cuda_nvrtc_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
@@ -98,7 +98,7 @@ static int compile_once(const char *source, const char *name, const char *gpu_ar
 int cuda_nvrtc_compile(const char *source, const char *name, int arch, int arch_specific, int want_cubin,
                        CudaBinary *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    double t0 = now_ms();
+    double t0 = cuda_nvrtc_now_ms();
     char gpu_arch[32];
     snprintf(gpu_arch, sizeof gpu_arch, "%s_%d%s", want_cubin ? "sm" : "compute", arch, arch_specific ? "a" : "");
     nvrtcProgram prog;
@@ -128,7 +128,7 @@ int cuda_nvrtc_compile(const char *source, const char *name, int arch, int arch_
     }
     nvrtcDestroyProgram(&prog);
     out->log = log ? log : calloc(1, 1);
-    out->compile_ms = now_ms() - t0;
+    out->compile_ms = cuda_nvrtc_now_ms() - t0;
     if (!out->ptx) {   /* (callers read the PTX: no success without it) */
         snprintf(err, errlen, "NVRTC produced no PTX for %s", name);
         cuda_binary_free(out);

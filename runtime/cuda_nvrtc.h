@@ -15,6 +15,9 @@ typedef struct CudaBinary {
     double compile_ms;    /* wall time of the NVRTC calls */
 } CudaBinary;
 
+/* The monotonic clock compile times are read on, in ms. */
+double cuda_nvrtc_now_ms(void);
+
 /* Resources of one kernel, parsed from the ptxas -v lines of the log. */
 typedef struct CudaResources {
     int registers;
