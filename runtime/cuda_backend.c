@@ -817,22 +817,14 @@ static tile_status cuda_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3],
         flags[refused] &= (unsigned char)~CUDA_ARRAY_TMA;
     }
     /* every argument in an 8-byte slot (a tensor map in its own); kernelParams points at them */
-    int nslots = kernel_args_slots(f);
-    uint64_t *store = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t));
-    void **params = calloc((size_t)(nslots + v->ntmaps > 0 ? nslots + v->ntmaps : 1), sizeof(void *));
-    if (!store || !params) {
-        free(store);
-        free(params);
-        return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
-    }
-    kernel_args_pack(f, args, store, params);
-    int n = nslots;
-    for (int m = 0; m < v->ntmaps; m++) params[n++] = &maps[m];
+    KernelArgs ka;
+    tile_status st = kernel_args_build(ctx, f, args, v->ntmaps, &ka);
+    if (st != TILE_OK) return st;
+    for (int m = 0; m < v->ntmaps; m++) ka.params[ka.nslots + m] = &maps[m];
     s->drv.CtxSetCurrent(s->ctx);
     CUresult r = s->drv.LaunchKernel(v->fn, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
-                                     (unsigned)v->threads, 1, 1, (unsigned)v->smem, (CUstream)stream, params, NULL);
-    free(store);
-    free(params);
+                                     (unsigned)v->threads, 1, 1, (unsigned)v->smem, (CUstream)stream, ka.params, NULL);
+    kernel_args_free(&ka);
     if (r != CUDA_SUCCESS)
         return tile_error(ctx, TILE_ERR_LAUNCH, "kernel '%s': launch failed: %s", f->name, cu_err(s, r));
     return TILE_OK;

@@ -333,23 +333,16 @@ static tile_status emu_launch(tile_ctx *ctx, tile_kernel *k, const int grid[3], 
                               refused);
         flags[refused] &= (unsigned char)~CUDA_ARRAY_TMA;
     }
-    int nslots = kernel_args_slots(f);
-    uint64_t *store = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t));
-    void **params = calloc((size_t)(nslots + v->ntmaps > 0 ? nslots + v->ntmaps : 1), sizeof(void *));
-    if (!store || !params) {
-        free(store);
-        free(params);
-        return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
-    }
-    kernel_args_pack(f, args, store, params);
-    for (int m = 0; m < v->ntmaps; m++) params[nslots + m] = maps[m];
+    KernelArgs ka;
+    tile_status st = kernel_args_build(ctx, f, args, v->ntmaps, &ka);
+    if (st != TILE_OK) return st;
+    for (int m = 0; m < v->ntmaps; m++) ka.params[ka.nslots + m] = maps[m];
     char err[512] = "";
     static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&one_at_a_time);
-    int rc = v->launch(grid, v->threads, v->smem, params, err, (int)sizeof err);
+    int rc = v->launch(grid, v->threads, v->smem, ka.params, err, (int)sizeof err);
     pthread_mutex_unlock(&one_at_a_time);
-    free(store);
-    free(params);
+    kernel_args_free(&ka);
     if (rc != 0) return tile_error(ctx, TILE_ERR_LAUNCH, "kernel '%s' (emulated): %s", f->name, err);
     return TILE_OK;
 }

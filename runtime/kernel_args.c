@@ -2,6 +2,7 @@
  * its parameter types (kernel_args.h). */
 #include "kernel_args.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 tile_status kernel_args_emit(tile_ctx *ctx, const tile_kernel *k, const CudaEmitOptions *opt, CudaKernelCode *code) {
@@ -52,13 +53,13 @@ bool kernel_args_tma_strides(const tile_array *a, uint64_t stride[4]) {
     return true;
 }
 
-int kernel_args_slots(const IrFunc *f) {
+static int kernel_args_slots(const IrFunc *f) {
     int n = 0;
     for (int i = 0; i < f->nparams; i++) n += f->params[i].kind == IRP_ARRAY ? 1 + 2 * f->params[i].rank : 1;
     return n;
 }
 
-void kernel_args_pack(const IrFunc *f, const tile_launch_arg *args, uint64_t *store, void **params) {
+static void kernel_args_pack(const IrFunc *f, const tile_launch_arg *args, uint64_t *store, void **params) {
     int n = 0;
     for (int i = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
@@ -88,4 +89,22 @@ void kernel_args_pack(const IrFunc *f, const tile_launch_arg *args, uint64_t *st
             n++;
         }
     }
+}
+
+tile_status kernel_args_build(tile_ctx *ctx, const IrFunc *f, const tile_launch_arg *args, int extra, KernelArgs *out) {
+    int nslots = kernel_args_slots(f);
+    *out = (KernelArgs){calloc((size_t)(nslots > 0 ? nslots : 1), sizeof(uint64_t)),
+                        calloc((size_t)(nslots + extra > 0 ? nslots + extra : 1), sizeof(void *)), nslots};
+    if (!out->store || !out->params) {
+        kernel_args_free(out);
+        return tile_error(ctx, TILE_ERR_NO_MEMORY, "out of memory");
+    }
+    kernel_args_pack(f, args, out->store, out->params);
+    return TILE_OK;
+}
+
+void kernel_args_free(KernelArgs *a) {
+    free(a->store);
+    free(a->params);
+    *a = (KernelArgs){NULL, NULL, 0};
 }

@@ -22,13 +22,20 @@ unsigned char kernel_args_array_facts(const tile_array *a);
  * (emit_cuda.h, CUDA_ARRAY_TMA): true and stride[0 .. rank - 2] filled. */
 bool kernel_args_tma_strides(const tile_array *a, uint64_t stride[4]);
 
-/* The slots the parameters of `f` take: one per array pointer, extent and
- * stride, and one per scalar. */
-int kernel_args_slots(const IrFunc *f);
+/* A launch's kernelParams: each argument of a launch of `f` in an 8-byte
+ * slot of `store` (one per array pointer, extent and stride, one per
+ * scalar), params[i] pointing at slot i for i < nslots, then `extra` more
+ * pointers for the caller to set (its tensor maps).  Two allocations, so
+ * that a driver reading past params[] reads past its allocation. */
+typedef struct KernelArgs {
+    uint64_t *store;
+    void **params;
+    int nslots;
+} KernelArgs;
 
-/* Packs the checked arguments of a launch of `f` (backend.h), each in an
- * 8-byte slot of `store` (kernel_args_slots of them), and points params[i]
- * at slot i, as cuLaunchKernel's kernelParams. */
-void kernel_args_pack(const IrFunc *f, const tile_launch_arg *args, uint64_t *store, void **params);
+/* Packs the checked arguments of a launch of `f` (backend.h) into *out;
+ * TILE_ERR_NO_MEMORY (the context's error, *out empty) when out of memory. */
+tile_status kernel_args_build(tile_ctx *ctx, const IrFunc *f, const tile_launch_arg *args, int extra, KernelArgs *out);
+void kernel_args_free(KernelArgs *a);
 
 #endif
