@@ -1,6 +1,7 @@
 /* base.c: arena, diagnostics, dtypes and tile types (see base.h). */
 #include "base.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,41 @@ void ptrvec_push(Arena *a, PtrVec *v, void *item) {
         v->cap = cap;
     }
     v->items[v->len++] = item;
+}
+
+/* ---- source files ----------------------------------------------------- */
+
+ReadStatus read_text_file(const char *path, char **text, char *err, size_t errlen) {
+    *text = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return READ_IO_ERROR;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - 1 - len, f);
+        if (len < cap - 1) break;
+        cap *= 2;
+        char *bigger = realloc(buf, cap);
+        if (!bigger) free(buf);
+        buf = bigger;
+    }
+    ReadStatus st = !buf ? READ_NO_MEMORY : ferror(f) ? READ_IO_ERROR : READ_OK;
+    fclose(f);
+    if (st == READ_OK) {
+        buf[len] = '\0';
+        if (strlen(buf) != len) st = READ_NUL_BYTE;
+    }
+    if (st != READ_OK) {
+        free(buf);
+        snprintf(err, errlen, "%s: %s", path,
+                 st == READ_NO_MEMORY ? "out of memory" : st == READ_IO_ERROR ? "read error" : "the file contains a NUL byte");
+        return st;
+    }
+    *text = buf;
+    return READ_OK;
 }
 
 /* ---- diagnostics ------------------------------------------------------ */

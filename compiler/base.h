@@ -45,6 +45,15 @@ typedef struct PtrVec {
 } PtrVec;
 void ptrvec_push(Arena *a, PtrVec *v, void *item);
 
+/* ---- source files ----------------------------------------------------- */
+
+typedef enum { READ_OK, READ_IO_ERROR, READ_NO_MEMORY, READ_NUL_BYTE } ReadStatus;
+
+/* The whole of file `path` into *text (malloc'd, NUL-terminated); else
+ * *text is NULL and err holds "PATH: why".  A NUL byte inside is an error:
+ * every stage reads a source as a C string, and would stop there. */
+ReadStatus read_text_file(const char *path, char **text, char *err, size_t errlen);
+
 /* ---- diagnostics ------------------------------------------------------ */
 
 /* Errors are collected into text, formatted as

@@ -328,34 +328,14 @@ tile_status tile_module_load_file(tile_ctx *ctx, const char *path, tile_module *
     if (!mod) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_module_load_file: mod is NULL");
     *mod = NULL;
     if (!path) return tile_error(ctx, TILE_ERR_INVALID_ARG, "tile_module_load_file: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return tile_error(ctx, TILE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return tile_error(ctx, TILE_ERR_NO_MEMORY, "%s: out of memory", path);
-        }
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1) break;
-        cap *= 2;
-        char *bigger = realloc(buf, cap);
-        if (!bigger) free(buf);
-        buf = bigger;
+    char *buf, err[512];
+    switch (read_text_file(path, &buf, err, sizeof err)) {
+    case READ_OK: return module_create(ctx, path, buf, mod);
+    case READ_NO_MEMORY: return tile_error(ctx, TILE_ERR_NO_MEMORY, "%s", err);
+    case READ_NUL_BYTE: return tile_error(ctx, TILE_ERR_COMPILE, "%s", err);
+    case READ_IO_ERROR: break;
     }
-    int read_error = ferror(f);
-    fclose(f);
-    if (read_error) {
-        free(buf);
-        return tile_error(ctx, TILE_ERR_IO, "%s: read error", path);
-    }
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
-        free(buf);
-        return tile_error(ctx, TILE_ERR_COMPILE, "%s: error: the file contains a NUL byte", path);
-    }
-    return module_create(ctx, path, buf, mod);
+    return tile_error(ctx, TILE_ERR_IO, "%s", err);
 }
 
 static void module_free_contents(tile_module *mod) {

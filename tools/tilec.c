@@ -108,44 +108,12 @@ static const char help_text[] =
 
 /* ---- compilation helpers ------------------------------------------------ */
 
-static char *read_file(const char *path, char *err, size_t n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, n, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - 1 - len, f);
-        if (len < cap - 1) break;
-        cap *= 2;
-        char *bigger = realloc(buf, cap);
-        if (!bigger) free(buf);
-        buf = bigger;
-    }
-    int bad = !buf || ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        snprintf(err, n, "%s: %s", path, buf ? "read error" : "out of memory");
-        return NULL;
-    }
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
-        free(buf);
-        snprintf(err, n, "%s: the file contains a NUL byte", path);
-        return NULL;
-    }
-    return buf;
-}
-
 /* Reads, parses and checks FILE and the -D values.  Returns an exit status. */
 static int compile_open(const Options *o, Compile *c) {
     memset(c, 0, sizeof *c);
     arena_init(&c->arena);
     char err[512];
-    c->source = read_file(o->file, err, sizeof err);
+    (void)read_text_file(o->file, &c->source, err, sizeof err);
     diag_init(&c->diag, o->file, c->source ? c->source : "");
     if (!c->source) return usage_error("%s", err);
     c->consts = ARENA_ARRAY(&c->arena, ConstBinding, o->ndefines > 0 ? o->ndefines : 1);
