@@ -1919,6 +1919,11 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_ldsm_whole = ce_env_flag("TILEC_LDSM_WHOLE");
     E.opt_edge_unrolled = ce_env_flag("TILEC_EDGE_UNROLLED");
     E.opt_tma_round = !ce_env_flag("TILEC_NO_TMA_ROUND");
+    /* TILEC_MMA_TMA=1: mma.sync's swizzled operand buffers filled by TMA
+     * where the device has it (an H100 with TILEC_WGMMA=0): its profile
+     * spent a fifth of the samples issuing the cp.async copies and on the
+     * barrier after them (docs/performance.md, the thirteenth session) */
+    E.opt_mma_tma = (E.opt.target_tma || E.opt.target_sm90a) && ce_env_flag("TILEC_MMA_TMA");
     /* TILEC_NO_TMA_STORE=1: 16-bit tiles stored from registers as they lie
      * (for measurements; emit_cuda_store.c) */
     E.opt_no_tma_store = ce_env_flag("TILEC_NO_TMA_STORE");

@@ -67,6 +67,11 @@ typedef struct CudaEmitOptions {
      * runtime/emu_backend.c); wgmma is written as calls of tile_emu_wgmma
      * (runtime/emu_device.h), not inline PTX */
     int host_entry;
+    /* nonzero: the device has the tensor memory accelerator (sm_90 and
+     * newer), which target_sm90a implies: with TILEC_MMA_TMA=1 the
+     * pipelined copies of the operands mma.sync reads may go by TMA too
+     * (emit_cuda_async.c, plan_tma; opt-in until timed) */
+    int target_tma;
 } CudaEmitOptions;
 
 typedef struct CudaKernelCode {

@@ -487,6 +487,8 @@ void ce_async_analyse(Emitter *E) {
     ir_count_uses(E->f, E->nuses, NULL);
     ce_each_mma(E, E->f->body, mark_operands);
     while (settle_readers(E, E->f->body)) {}
+    /* (TMA computes the swizzle from the address: buffer_start) */
+    for (int i = 0; E->opt_mma_tma && i < E->f->nvalues; i++) E->swizzled |= E->async_swizzle[i] != 0;
 }
 
 bool ce_async_tf32_a_by_registers(Emitter *E, const IrOp *o) {
@@ -519,7 +521,8 @@ static int64_t tile_bytes(Emitter *E, int lv) {
  * mma.sync's is computed from the row, not the address. */
 static int64_t buffer_start(const Emitter *E, int lv, int64_t top) {
     /* (a transposed copy for wgmma is swizzled whatever its load's buffer is) */
-    int64_t align = (E->async_swizzle[lv] && E->async_core[lv]) || E->async_tr_wgmma[lv] ? SWIZZLE_ALIGN : 128;
+    int64_t align = (E->async_swizzle[lv] && (E->async_core[lv] || E->opt_mma_tma)) || E->async_tr_wgmma[lv]
+                        ? SWIZZLE_ALIGN : 128;
     return (top + align - 1) / align * align;
 }
 
@@ -757,10 +760,11 @@ static bool tma_geometry(Emitter *E, const IrOp *ld, int *inner, int *nbox) {
     if (rows > 256) return false;
     switch (buf_form(E, lv)) {
     case FORM_SWIZZLE: {
-        /* (mma.sync's swizzled buffers swizzle by row, not by address: only
-         * wgmma's start at the swizzle's alignment) */
+        /* (mma.sync's swizzled buffers swizzle by row, not by address: they
+         * start at the swizzle's alignment, as wgmma's do, only with
+         * opt_mma_tma; their 8-row groups then keep it) */
         int w = E->async_swizzle[lv];
-        if (!E->async_core[lv] || rows % 8 || cols * s % w) return false;
+        if ((!E->async_core[lv] && !E->opt_mma_tma) || rows % 8 || cols * s % w) return false;
         *inner = w / s;
         *nbox = cols * s / w;
         return true;
@@ -1420,7 +1424,7 @@ static bool may_leave(const IrBlock *blk);
  * invalidated there); their stages' mbarriers after the buffers. */
 static void plan_tma(Emitter *E, const IrOp *loop) {
     E->pipe.tma_bytes = 0;
-    if (!E->opt_wgmma || E->opt_no_tma || may_leave(loop->body)) return;
+    if (!(E->opt_wgmma || E->opt_mma_tma) || E->opt_no_tma || may_leave(loop->body)) return;
     for (int j = 0; j < E->pipe.n; j++) {
         const IrOp *ld = E->pipe.loads[j];
         int inner, nbox, row, col;

@@ -210,7 +210,8 @@ typedef struct Emitter {
     int wg_npending;
     bool opt_wgmma_nostage;   /* TILEC_WGMMA_NOSTAGE: no wgmma with B staged from registers (for measurements) */
     bool used_wgmma;
-    bool opt_no_tma;          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
+    bool opt_no_tma;
+    bool opt_mma_tma;         /* TILEC_MMA_TMA: mma.sync's swizzled operands by TMA too (plan_tma) */          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
     bool opt_tr_no_hoist;     /* TILEC_TR_NO_HOIST: in-place transpositions' offsets computed in the loop
                                * (for measurements; tr_offsets) */
     bool opt_edge_unrolled;   /* TILEC_EDGE_UNROLLED: an edge tile's copies unrolled behind the fast path

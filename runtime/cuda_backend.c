@@ -428,7 +428,7 @@ static CacheLookup cache_find(tile_ctx *ctx, tile_kernel *k, const char *key, co
 static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned char *flags, CudaVariant **out) {
     CudaState *s = state(ctx);
     const IrFunc *f = k->ir;
-    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s), 0, 0};
+    CudaEmitOptions opt = {0, flags, 1, use_wgmma(s), 0, 0, s->arch >= 90};
     CudaKernelCode code;
     tile_status st = kernel_args_emit(ctx, k, &opt, &code);
     if (st != TILE_OK) return st;
@@ -600,7 +600,7 @@ typedef struct PrefetchJob {
 static void prefetch_emit(void *user, int i) {
     PrefetchJob *j = &((PrefetchJob *)user)[i];
     const CudaState *s = j->s;
-    j->opt = (CudaEmitOptions){0, j->flags, 1, use_wgmma(s), 0, 0};
+    j->opt = (CudaEmitOptions){0, j->flags, 1, use_wgmma(s), 0, 0, s->arch >= 90};
     Diag d;
     diag_init(&d, "", "");
     j->emitted = cuda_emit(j->f, &j->opt, &j->code, &d) == 0;

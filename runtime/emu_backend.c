@@ -48,6 +48,7 @@ typedef struct EmuState {
     char cxx[1024];
     int lock_fd;              /* the directory's lock, held while the context lives (remove_stale_dirs) */
     bool sm90a;               /* TILEC_EMU_ARCH=sm_90a: Hopper's code (wgmma), else sm_80's */
+    bool tma;                 /* sm_90 or sm_90a: TMA (an sm_90 device's code without wgmma: TILEC_WGMMA=0's) */
     int nobjects;             /* objects compiled so far (their names) */
 } EmuState;
 
@@ -121,11 +122,13 @@ static tile_status emu_init(tile_ctx *ctx, int device) {
         return tile_error(ctx, TILE_ERR_INVALID_ARG, "TILEC_EMU_CXX may not hold a quote");
     }
     const char *arch = getenv("TILEC_EMU_ARCH");
-    if (arch && *arch && strcmp(arch, "sm_80") != 0 && strcmp(arch, "sm_90a") != 0) {
+    if (arch && *arch && strcmp(arch, "sm_80") != 0 && strcmp(arch, "sm_90") != 0 && strcmp(arch, "sm_90a") != 0) {
         free(s);
-        return tile_error(ctx, TILE_ERR_INVALID_ARG, "TILEC_EMU_ARCH is '%s'; the emu backend runs sm_80 or sm_90a code", arch);
+        return tile_error(ctx, TILE_ERR_INVALID_ARG, "TILEC_EMU_ARCH is '%s'; the emu backend runs sm_80, sm_90 or sm_90a code",
+                          arch);
     }
     s->sm90a = arch && strcmp(arch, "sm_90a") == 0;
+    s->tma = s->sm90a || (arch && strcmp(arch, "sm_90") == 0);
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp || strchr(tmp, '\'')) tmp = "/tmp";
     remove_stale_dirs(tmp);
@@ -168,8 +171,10 @@ static void emu_destroy(tile_ctx *ctx) {
 }
 
 static const char *emu_device_name(tile_ctx *ctx) {
-    return state(ctx) && state(ctx)->sm90a ? "emulated CUDA device (sm_90a code on the host)"
-                                           : "emulated CUDA device (sm_80 code on the host)";
+    const EmuState *s = state(ctx);
+    return s && s->sm90a ? "emulated CUDA device (sm_90a code on the host)"
+           : s && s->tma ? "emulated CUDA device (sm_90 code on the host)"
+                         : "emulated CUDA device (sm_80 code on the host)";
 }
 /* (as the CUDA backend's: programs that pick tile shapes by it see the code they get) */
 static const char *emu_codegen_tag(tile_ctx *ctx) { return state(ctx) && state(ctx)->sm90a ? "wgmma" : "mma.sync"; }
@@ -194,6 +199,7 @@ static tile_status build_variant(tile_ctx *ctx, tile_kernel *k, const unsigned c
     opt.line_directives = 1;
     opt.host_entry = 1;
     opt.target_sm90a = s->sm90a;
+    opt.target_tma = s->tma;
     CudaKernelCode code;
     tile_status st = kernel_args_emit(ctx, k, &opt, &code);
     if (st != TILE_OK) return st;
@@ -269,12 +275,12 @@ static void emu_release_kernel(tile_ctx *ctx, tile_kernel *k) {
     k->backend_data = NULL;
 }
 
-/* Array `a`'s facts; the tensor map's where sm_90a code is emulated and a
+/* Array `a`'s facts; the tensor map's where sm_90 code is emulated and a
  * map can describe the array (as the CUDA backend's, so the same code). */
 static unsigned char array_facts(const EmuState *s, const tile_array *a) {
     unsigned char f = kernel_args_array_facts(a);
     uint64_t unused[4];
-    if (s->sm90a && kernel_args_tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
+    if (s->tma && kernel_args_tma_strides(a, unused)) f |= CUDA_ARRAY_TMA;
     return f;
 }
 

@@ -240,7 +240,7 @@ static int emit_cuda_like(const Options *o, Compile *c, FILE *out, int what) {
     for (int i = 0; i < n; i++) {
         unsigned char flags[256];
         memset(flags, CUDA_ARRAY_FAST, sizeof flags);
-        CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1, arch_specific(o), 0, 0};
+        CudaEmitOptions opt = {0, funcs[i]->nparams <= 256 ? flags : NULL, 1, arch_specific(o), 0, 0, arch_number(o) >= 90};
         CudaKernelCode code;
         if (cuda_emit(funcs[i], &opt, &code, &c->diag) != 0) return EXIT_COMPILE;
         if (what == 0) {

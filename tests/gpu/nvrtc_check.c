@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
             for (int variant = 0; variant < nvariants; variant++) {
                 unsigned char flags[64];
                 memset(flags, variant ? 0 : CUDA_ARRAY_FAST, sizeof flags);
-                CudaEmitOptions opt = {0, f->nparams <= 64 ? flags : NULL, 1, sm90a && arch == 90, 0, 0};
+                CudaEmitOptions opt = {0, f->nparams <= 64 ? flags : NULL, 1, sm90a && arch == 90, 0, 0, arch >= 90};
                 CudaKernelCode code;
                 if (cuda_emit(f, &opt, &code, &d) != 0) {
                     fprintf(stderr, "%s", diag_text(&d));
