@@ -1919,18 +1919,24 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_ldsm_whole = ce_env_flag("TILEC_LDSM_WHOLE");
     E.opt_edge_unrolled = ce_env_flag("TILEC_EDGE_UNROLLED");
     E.opt_tma_round = !ce_env_flag("TILEC_NO_TMA_ROUND");
-    /* TILEC_MMA_TMA=1: mma.sync's swizzled operand buffers filled by TMA
-     * where the device has it (an H100 with TILEC_WGMMA=0): its profile
-     * spent a fifth of the samples issuing the cp.async copies and on the
-     * barrier after them (docs/performance.md, the thirteenth session) */
-    E.opt_mma_tma = (E.opt.target_tma || E.opt.target_sm90a) && ce_env_flag("TILEC_MMA_TMA");
+    /* mma.sync's swizzled operand buffers filled by TMA where the device has
+     * it (an H100 with TILEC_WGMMA=0): the cp.async copies' issue took a
+     * fifth of that kernel's stall samples, and TMA made it 5.5% faster at
+     * 8192^3, 15% at 4096^3 (docs/performance.md, the thirteenth session);
+     * TILEC_MMA_TMA=0: cp.async as before.  On sm_90a, where the products
+     * that stay on mma.sync sit beside wgmma's, only with TILEC_MMA_TMA=1
+     * (untimed there) */
+    const char *mma_tma = getenv("TILEC_MMA_TMA");
+    bool mma_tma_off = mma_tma && strcmp(mma_tma, "0") == 0;
+    E.opt_mma_tma = E.opt.target_sm90a ? ce_env_flag("TILEC_MMA_TMA") : E.opt.target_tma && !mma_tma_off;
     /* TILEC_NO_TMA_STORE=1: 16-bit tiles stored from registers as they lie
      * (for measurements; emit_cuda_store.c) */
     E.opt_no_tma_store = ce_env_flag("TILEC_NO_TMA_STORE");
     /* TILEC_TRANSPOSED_PRODUCTS=1: tf32 products with a B stored [K][N] computed
      * as their transpose on sm_90a (emit_cuda_rewrite.c, on a copy of the IR),
-     * their A read into registers as it landed; opt-in until it is timed on a
-     * GPU (docs/performance.md, "the tenth session") */
+     * their A read into registers as it landed; opt-in: on an H100 it was no
+     * faster than the transposition in place (docs/performance.md, "the
+     * thirteenth session") */
     E.opt_transposed_products = !as_written && ce_env_flag("TILEC_TRANSPOSED_PRODUCTS");
     E.f = f = ce_rewrite_for_target(&E, f);
     E.stage_cap = *store_cap;

@@ -68,9 +68,10 @@ typedef struct CudaEmitOptions {
      * (runtime/emu_device.h), not inline PTX */
     int host_entry;
     /* nonzero: the device has the tensor memory accelerator (sm_90 and
-     * newer), which target_sm90a implies: with TILEC_MMA_TMA=1 the
-     * pipelined copies of the operands mma.sync reads may go by TMA too
-     * (emit_cuda_async.c, plan_tma; opt-in until timed) */
+     * newer), which target_sm90a implies: without target_sm90a, the
+     * pipelined copies of the operands mma.sync reads go by TMA too unless
+     * TILEC_MMA_TMA=0 (emit_cuda_async.c, plan_tma); with it, only with
+     * TILEC_MMA_TMA=1 */
     int target_tma;
 } CudaEmitOptions;
 

@@ -210,8 +210,8 @@ typedef struct Emitter {
     int wg_npending;
     bool opt_wgmma_nostage;   /* TILEC_WGMMA_NOSTAGE: no wgmma with B staged from registers (for measurements) */
     bool used_wgmma;
-    bool opt_no_tma;
-    bool opt_mma_tma;         /* TILEC_MMA_TMA: mma.sync's swizzled operands by TMA too (plan_tma) */          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
+    bool opt_no_tma;          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
+    bool opt_mma_tma;         /* mma.sync's swizzled operands by TMA too (plan_tma; TILEC_MMA_TMA) */
     bool opt_tr_no_hoist;     /* TILEC_TR_NO_HOIST: in-place transpositions' offsets computed in the loop
                                * (for measurements; tr_offsets) */
     bool opt_edge_unrolled;   /* TILEC_EDGE_UNROLLED: an edge tile's copies unrolled behind the fast path
@@ -230,7 +230,7 @@ typedef struct Emitter {
     bool *local_wgmma;        /* per local: a wgmma accumulates into its registers in place */
     /* stores by TMA through shared memory (emit_cuda_store.c) */
     bool opt_no_tma_store;    /* TILEC_NO_TMA_STORE */
-    bool opt_transposed_products;   /* TILEC_TRANSPOSED_PRODUCTS: emit_cuda_rewrite.c's rewrite (opt-in until timed) */
+    bool opt_transposed_products;   /* TILEC_TRANSPOSED_PRODUCTS: emit_cuda_rewrite.c's rewrite (opt-in: timed, no gain) */
     int stage_cap;            /* the largest box a warp may store by TMA, bytes (cuda_emit lowers it) */
     bool *tma_store_ok;       /* per parameter: an array that only stores access */
     bool *tma_stored;         /* per parameter: some store of it went by TMA (in this pass or an earlier one) */

@@ -2,9 +2,10 @@
  * for its target before it plans anything.  The kernel's IR is not touched:
  * where a rewrite applies, the emitter works on a copy (ir_clone).
  *
- * The one rewrite so far (TILEC_TRANSPOSED_PRODUCTS=1, opt-in until it is
- * timed on a GPU): on sm_90a, a tf32 product whose B tile lies in shared
- * memory N-major (B stored [K][N], as matmul_tf32's) is computed as its
+ * The one rewrite so far (TILEC_TRANSPOSED_PRODUCTS=1, opt-in: on an H100
+ * no faster than the transposition in place): on sm_90a, a tf32 product
+ * whose B tile lies in shared memory N-major (B stored [K][N], as
+ * matmul_tf32's) is computed as its
  * transpose, C^T = B^T A^T.  wgmma reads 32-bit operands from shared memory
  * only K-major, so B would otherwise be copied transposed (and rounded) each
  * iteration, which with A's rounding in place and both warp groups' reads
