@@ -10,8 +10,8 @@
 # instruction (ncu's source page) to $OUT/source_<variant>.csv, and the hottest
 # instructions with the ones before them (bench/ncu_hot.py).
 #   bash bench/profile_matmul.sh [N [BM BN BK WARPS]]      (default 8192, 128 256 64 8)
-# Knobs: PROFILE_VARIANTS (default "mma_sync wgmma"; also mma_tma: mma.sync with
-# TILEC_MMA_TMA=1), PROFILE_SKIP_BUILD=1.
+# Knobs: PROFILE_VARIANTS (default "mma_sync wgmma"; mma_sync's operands go by TMA
+# on an sm_90 device, mma_cp_async: by cp.async, TILEC_MMA_TMA=0), PROFILE_SKIP_BUILD=1.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -41,7 +41,7 @@ for variant in ${PROFILE_VARIANTS:-mma_sync wgmma}; do
   rm -rf "$TILE_CACHE_DIR"
   case $variant in
     wgmma) envs="TILEC_WGMMA=1" ;;
-    mma_tma) envs="TILEC_WGMMA=0 TILEC_MMA_TMA=1" ;;
+    mma_cp_async) envs="TILEC_WGMMA=0 TILEC_MMA_TMA=0" ;;
     *) envs="TILEC_WGMMA=0" ;;
   esac
   echo "== $variant: matmul_bf16 N=$N BM=$BM BN=$BN BK=$BK warps=$WARPS"

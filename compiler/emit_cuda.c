@@ -575,7 +575,7 @@ int ce_relabel(Emitter *E, const Layout *src, int rank, const int *shape, const 
 /* ---- kernel parameters ------------------------------------------------------ */
 
 static const IrParam *param(Emitter *E, int i) { return &E->f->params[i]; }
-unsigned ce_array_flags(Emitter *E, int i) {
+unsigned ce_array_flags(const Emitter *E, int i) {
     return E->opt.array_flags ? E->opt.array_flags[i] : 0;
 }
 const char *ce_off_type(Emitter *E, int arr) {
@@ -1921,7 +1921,7 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
     E.opt_tma_round = !ce_env_flag("TILEC_NO_TMA_ROUND");
     /* mma.sync's swizzled operand buffers filled by TMA where the device has
      * it (an H100 with TILEC_WGMMA=0): the cp.async copies' issue took a
-     * fifth of that kernel's stall samples, and TMA made it 5.5% faster at
+     * fifth of that kernel's stall samples, and TMA made it 5.6% faster at
      * 8192^3, 15% at 4096^3 (docs/performance.md, the thirteenth session);
      * TILEC_MMA_TMA=0: cp.async as before.  On sm_90a, where the products
      * that stay on mma.sync sit beside wgmma's, only with TILEC_MMA_TMA=1

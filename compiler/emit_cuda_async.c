@@ -48,9 +48,11 @@
  * reads is refilled one iteration later.  The operand buffers of wgmma products
  * hold wgmma's layouts (swizzled rows, or core matrices), not padded rows
  * (copy_dst); those of tf32 operands are rounded in place once they land
- * (emit_round).  On sm_90a a pipelined load whose buffer the tensor memory
- * accelerator can fill is copied by it instead: one thread's instruction per
- * box, completing on the stage's mbarrier (plan_tma, issue_tma).
+ * (emit_round).  On sm_90 and newer (CudaEmitOptions.target_tma; on sm_90a
+ * with its wgmma products, else with mma.sync's) a pipelined load whose
+ * buffer the tensor memory accelerator can fill is copied by it instead: one
+ * thread's instruction per box, completing on the stage's mbarrier (plan_tma,
+ * issue_tma).
  *
  * The other loads at the top level of such a loop body (one that holds an
  * mma) ride the same pipeline when they qualify the same way (aligned,
@@ -444,6 +446,8 @@ static bool settle_readers(Emitter *E, const IrBlock *blk) {
     return changed;
 }
 
+static bool mma_tma_buffer(const Emitter *E, int lv);
+
 void ce_async_analyse(Emitter *E) {
     int n = E->f->nvalues + 1;
     E->nuses = ARENA_ARRAY(&E->mem, int, n);
@@ -488,7 +492,7 @@ void ce_async_analyse(Emitter *E) {
     ce_each_mma(E, E->f->body, mark_operands);
     while (settle_readers(E, E->f->body)) {}
     /* (TMA computes the swizzle from the address: buffer_start) */
-    for (int i = 0; E->opt_mma_tma && i < E->f->nvalues; i++) E->swizzled |= E->async_swizzle[i] != 0;
+    for (int i = 0; i < E->f->nvalues; i++) E->swizzled |= mma_tma_buffer(E, i);
 }
 
 bool ce_async_tf32_a_by_registers(Emitter *E, const IrOp *o) {
@@ -515,13 +519,22 @@ static int64_t tile_bytes(Emitter *E, int lv) {
     return ((int64_t)rows * E->async_pitch[lv] * ce_regsize(ce_vdt(E, lv)) + 127) / 128 * 128;
 }
 
+/* May TMA fill mma.sync's swizzled buffer of load `lv` (opt_mma_tma, its
+ * array with a tensor map)?  Then it starts at the swizzle's alignment. */
+static bool mma_tma_buffer(const Emitter *E, int lv) {
+    const IrOp *ld = E->f->values[lv].def;
+    return E->opt_mma_tma && E->async_swizzle[lv] && !E->async_core[lv] && ld && ld->op == OP_LOAD &&
+           (ce_array_flags(E, ld->array) & CUDA_ARRAY_TMA);
+}
+
 /* Where load `lv`'s buffers may start at or after byte `top`: at 128-byte
  * alignment, or for wgmma's swizzle, which the hardware computes from the
  * address, the swizzle's (tile_async itself is aligned so, emit_cuda.c);
- * mma.sync's is computed from the row, not the address. */
+ * mma.sync's is computed from the row, which is the same once its buffer
+ * starts so: where TMA may fill it (mma_tma_buffer). */
 static int64_t buffer_start(const Emitter *E, int lv, int64_t top) {
     /* (a transposed copy for wgmma is swizzled whatever its load's buffer is) */
-    int64_t align = (E->async_swizzle[lv] && (E->async_core[lv] || E->opt_mma_tma)) || E->async_tr_wgmma[lv]
+    int64_t align = (E->async_swizzle[lv] && E->async_core[lv]) || mma_tma_buffer(E, lv) || E->async_tr_wgmma[lv]
                         ? SWIZZLE_ALIGN : 128;
     return (top + align - 1) / align * align;
 }
@@ -1418,8 +1431,9 @@ static void emit_transpose_in_place(Emitter *E, const IrOp *ld, const char *buf,
 
 static bool may_leave(const IrBlock *blk);
 
-/* Which of the pipeline's loads TMA copies (tma_geometry): on sm_90a, unless
- * TILEC_NO_TMA, in a loop that cannot leave an iteration early (every copy
+/* Which of the pipeline's loads TMA copies (tma_geometry): on sm_90a, and on
+ * sm_90 code without wgmma (opt_mma_tma: mma.sync's swizzled operands, and
+ * any other pipelined tile a box can copy), unless TILEC_NO_TMA, in a loop that cannot leave an iteration early (every copy
  * issued is then waited for before the loop ends, and the barriers can be
  * invalidated there); their stages' mbarriers after the buffers. */
 static void plan_tma(Emitter *E, const IrOp *loop) {

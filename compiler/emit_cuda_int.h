@@ -287,7 +287,7 @@ const char *ce_convert(Emitter *E, const char *name, int x, DType t, int r);
 void ce_make_full(Emitter *E, int id);
 void ce_emit_block(Emitter *E, const IrBlock *blk);
 void ce_emit_op(Emitter *E, const IrOp *op);
-unsigned ce_array_flags(Emitter *E, int i);
+unsigned ce_array_flags(const Emitter *E, int i);
 int ce_vector_width(Emitter *E, int lay, int d, int max);
 void ce_vec_store(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n);
 void ce_vec_load(Emitter *E, DType t, const char *ptr, const char *name, int lay, int r0, int n);

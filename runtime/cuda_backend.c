@@ -121,6 +121,22 @@ static const Prefetched *prefetched_find(const CudaState *s, const char *key) {
     return NULL;
 }
 
+/* Is `key`'s image compiled ahead?  If so it becomes the newest, so that the
+ * images a prefetch adds after it do not evict it first (prefetched_add
+ * drops the oldest). */
+static bool prefetched_touch(CudaState *s, const char *key) {
+    uint64_t h = key_hash(key);
+    for (Prefetched **at = &s->prefetched; *at; at = &(*at)->next) {
+        Prefetched *p = *at;
+        if (p->key_hash != h || strcmp(p->key, key) != 0) continue;
+        *at = p->next;
+        p->next = s->prefetched;
+        s->prefetched = p;
+        return true;
+    }
+    return false;
+}
+
 /* One compiled specialisation of a kernel. */
 typedef struct CudaVariant {
     struct CudaVariant *next;
@@ -692,7 +708,7 @@ static void cuda_prefetch(tile_ctx *ctx, const tile_prefetch_item *items, int n)
      * nothing the kernel reads) is not compiled again. */
     int on_disk = 0;
     for (int i = 0; i < n; i++) {
-        bool again = jobs[i].key && prefetched_find(s, jobs[i].key) != NULL;
+        bool again = jobs[i].key && prefetched_touch(s, jobs[i].key);
         for (int k = 0; k < i && jobs[i].key && !again; k++) again = jobs[k].key && !strcmp(jobs[k].key, jobs[i].key);
         void *old = NULL;
         size_t old_size = 0;

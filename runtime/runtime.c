@@ -332,7 +332,7 @@ tile_status tile_module_load_file(tile_ctx *ctx, const char *path, tile_module *
     switch (read_text_file(path, &buf, err, sizeof err)) {
     case READ_OK: return module_create(ctx, path, buf, mod);
     case READ_NO_MEMORY: return tile_error(ctx, TILE_ERR_NO_MEMORY, "%s", err);
-    case READ_NUL_BYTE: return tile_error(ctx, TILE_ERR_COMPILE, "%s", err);
+    case READ_NUL_BYTE: return tile_error(ctx, TILE_ERR_COMPILE, "%s: error: the file contains a NUL byte", path);
     case READ_IO_ERROR: break;
     }
     return tile_error(ctx, TILE_ERR_IO, "%s", err);

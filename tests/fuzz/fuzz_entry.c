@@ -162,6 +162,7 @@ static void pick_emit_options(uint64_t h, const IrFunc *f, const FuzzConfig *cfg
         flags[i] = all_fast ? CUDA_ARRAY_FAST : (unsigned char)((h >> (8 + 2 * (i % 24))) & 7);
     opt->array_flags = f->nparams <= nflags ? flags : NULL;
     opt->target_sm90a = cfg->arch == FUZZ_ARCH_SM90A || (cfg->arch == FUZZ_ARCH_HASH && ((h >> 6) & 1));
+    opt->target_tma = opt->target_sm90a || ((h >> 61) & 1);   /* sm_90 code without wgmma: TMA, or sm_80's */
     opt->max_occupancy = ((h >> 7) & 1) ? 1 + (int)((h >> 56) & 3) : 0;
     opt->host_entry = !nvrtc && ((h >> 58) & 7) == 0;
 }
