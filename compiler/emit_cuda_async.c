@@ -1433,9 +1433,10 @@ static bool may_leave(const IrBlock *blk);
 
 /* Which of the pipeline's loads TMA copies (tma_geometry): on sm_90a, and on
  * sm_90 code without wgmma (opt_mma_tma: mma.sync's swizzled operands, and
- * any other pipelined tile a box can copy), unless TILEC_NO_TMA, in a loop that cannot leave an iteration early (every copy
- * issued is then waited for before the loop ends, and the barriers can be
- * invalidated there); their stages' mbarriers after the buffers. */
+ * any other pipelined tile a box can copy), unless TILEC_NO_TMA, in a loop
+ * that cannot leave an iteration early (every copy issued is then waited for
+ * before the loop ends, and the barriers can be invalidated there); their
+ * stages' mbarriers after the buffers. */
 static void plan_tma(Emitter *E, const IrOp *loop) {
     E->pipe.tma_bytes = 0;
     if (!(E->opt_wgmma || E->opt_mma_tma) || E->opt_no_tma || may_leave(loop->body)) return;
