@@ -207,13 +207,15 @@ enum { K_SYNCWARP = 1, K_SHFL, K_LDSM, K_MMA_BF16, K_MMA_F16, K_MMA_TF32 };
 static inline unsigned load32(const unsigned char *p) { unsigned v; memcpy(&v, p, 4); return v; }
 static inline unsigned short load16(const unsigned char *p) { unsigned short v; memcpy(&v, p, 2); return v; }
 
+static void tma_read_check(const void *p, int bytes, const char *what);
+
 /* ldmatrix .x1/.x2/.x4 [.trans]: lane t gives the address of row t % 8 of
  * matrix t / 8 (8 x 8 16-bit elements, rows of 16 bytes); register i of lane
  * t gets matrix i's row t / 4, elements 2 (t % 4) and 2 (t % 4) + 1, or with
  * .trans its column t / 4, rows 2 (t % 4) and 2 (t % 4) + 1. */
 /* (not inlined: its return address is the call's place in the kernel, warp_meet's site) */
 __attribute__((noinline)) static void ldsm(int n, bool trans, unsigned *r, const void *p) {
-    if (cur->lane < 8 * n) check_smem(p, 16, 16, "ldmatrix");
+    if (cur->lane < 8 * n) check_smem(p, 16, 16, "ldmatrix"), tma_read_check(p, 16, "ldmatrix");
     warps[cur->warp].in[cur->lane].p = (const unsigned char *)p;
     warp_meet(K_LDSM + 8 * n + (trans ? 64 : 0), __builtin_return_address(0), "ldmatrix", [&](Warp &w) {
         if (w.nlanes != 32) fail("ldmatrix in a warp of %d threads", w.nlanes);
@@ -525,6 +527,7 @@ struct TmaLoad {
     std::vector<unsigned> addr;
     std::vector<unsigned char> data;
     int es;
+    unsigned lo, hi;   /* the shared bytes it fills lie in [lo, hi) */
 };
 struct MBar {
     unsigned count, left, phase;
@@ -539,6 +542,17 @@ static MBar &mbar_at(const void *bar, const char *what) {
         if (b.first == off) return b.second;
     fail("%s: shared offset %u holds no mbarrier", what, off);
     return mbars[0].second;   /* (not reached) */
+}
+/* A read of shared memory that a TMA copy still in flight fills is a race
+ * on the GPU (the copy may land before or after it): it fails the launch
+ * (a stage read after its buffer was refilled, say; the emulation lands
+ * copies only at a wait, so the read would see old data here). */
+static void tma_read_check(const void *p, int bytes, const char *what) {
+    const unsigned off = (unsigned)((const unsigned char *)p - tile_smem);
+    for (auto &b : mbars)
+        for (const TmaLoad &l : b.second.loads)
+            if (off < l.hi && off + (unsigned)bytes > l.lo)
+                fail("%s at shared offset %u reads what a TMA copy in flight fills ([%u, %u))", what, off, l.lo, l.hi);
 }
 /* (the bytes may run ahead of expect_tx, negative for a while, as on the
  * hardware; a phase whose copies overshoot never completes: a deadlock) */
@@ -692,6 +706,7 @@ TILE_DEV unsigned short tile_atom_cas16(unsigned short *h, unsigned short cmp, u
 }
 TILE_DEV uint4 tile_lds16(const void *p) {
     tile_emu::check_smem(p, 16, 16, "ld.shared.v4");
+    tile_emu::tma_read_check(p, 16, "ld.shared.v4");
     uint4 v;
     memcpy(&v, p, 16);
     return v;
@@ -793,6 +808,14 @@ TILE_DEV void tile_mbar_expect(void *bar, unsigned bytes) {
     mbar_settle(m);
     progress = true;
 }
+TILE_DEV void tile_mbar_arrive(void *bar) {
+    using namespace tile_emu;
+    MBar &m = mbar_at(bar, "mbarrier.arrive");
+    if (m.left == 0) fail("mbarrier: more arrivals than its count");
+    m.left--;
+    mbar_settle(m);
+    progress = true;
+}
 /* (the copies on the barrier land first: a wait is where they may show) */
 TILE_DEV void tile_mbar_wait(void *bar, unsigned parity) {
     using namespace tile_emu;
@@ -819,8 +842,11 @@ template <typename... C> static void tile_tma_load(void *smem, const TileTensorM
     MBar &b = mbar_at(bar, "TMA load");
     TmaLoad l;
     l.es = m.elem();
+    l.lo = ~0u, l.hi = 0;
     tma_each(m, (unsigned)((unsigned char *)smem - tile_smem), c, [&](const unsigned char *g, unsigned a) {
         l.addr.push_back(a);
+        l.lo = a < l.lo ? a : l.lo;
+        l.hi = a + (unsigned)l.es > l.hi ? a + (unsigned)l.es : l.hi;
         for (int i = 0; i < l.es; i++) l.data.push_back(g ? g[i] : 0);
     });
     b.loads.push_back(std::move(l));
@@ -903,20 +929,33 @@ static bool run_block() {
         f.uc.uc_link = NULL;
         makecontext(&f.uc, fiber_main, 0);
     }
+    /* Two orders, the blocks alternating: each thread a step in turn (the
+     * warps keep in step), and each warp as far as it can go before the
+     * next (a warp runs ahead of the others wherever nothing holds it back,
+     * as one may on the GPU: a missing barrier then shows) */
+    const unsigned linear = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
+    const bool warp_ahead = linear % 2 == 0;
     while (alive > 0 && !failure[0]) {   /* (fiber_main counts the threads down) */
-        progress = false;
-        for (int t = 0; t < nthreads && !failure[0]; t++) {
-            Fiber &f = fibers[t];
-            if (f.done) continue;
-            cur = &f;
-            if (!_setjmp(sched)) {
-                if (!f.started) {
-                    f.started = true;
-                    setcontext(&f.uc);
+        bool any = false;
+        for (int w = 0; w * 32 < nthreads && !failure[0]; w++) {
+            do {
+                progress = false;
+                for (int t = 32 * w; t < 32 * w + 32 && t < nthreads && !failure[0]; t++) {
+                    Fiber &f = fibers[t];
+                    if (f.done) continue;
+                    cur = &f;
+                    if (!_setjmp(sched)) {
+                        if (!f.started) {
+                            f.started = true;
+                            setcontext(&f.uc);
+                        }
+                        _longjmp(f.jb, 1);
+                    }
                 }
-                _longjmp(f.jb, 1);
-            }
+                any |= progress;
+            } while (warp_ahead && progress && !failure[0]);
         }
+        progress = any;
         if (alive == 0 && !failure[0])
             for (WarpGroup &g : groups)
                 if (!g.pending.empty()) {
