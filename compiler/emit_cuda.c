@@ -106,6 +106,11 @@ bool ce_env_flag(const char *name) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
+bool ce_env_default(const char *name, bool dflt) {
+    const char *v = getenv(name);
+    return v && *v ? strcmp(v, "0") != 0 : dflt;
+}
+
 const IrBlock *ce_block_holding(const IrBlock *blk, const IrOp *op, int *at) {
     for (int i = 0; blk && i < blk->nops; i++) {
         if (blk->ops[i] == op) {
@@ -1588,6 +1593,7 @@ void ce_emit_op(Emitter *E, const IrOp *op) {
         if (piped) ce_async_loop_top(E, op, i);
         emit_scalar_def(E, op, ce_fmt_str(E, "(%s)%s", ce_ctype(t), i));
         ce_emit_block(E, op->body);
+        if (piped) ce_async_loop_bottom(E);
         if (!piped) ce_async_prefetch_next(E);
         E->indent--;
         ce_out(E, "}");
@@ -1926,9 +1932,12 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
      * TILEC_MMA_TMA=0: cp.async as before.  On sm_90a, where the products
      * that stay on mma.sync sit beside wgmma's, only with TILEC_MMA_TMA=1
      * (untimed there) */
-    const char *mma_tma = getenv("TILEC_MMA_TMA");
-    bool mma_tma_off = mma_tma && strcmp(mma_tma, "0") == 0;
-    E.opt_mma_tma = E.opt.target_sm90a ? ce_env_flag("TILEC_MMA_TMA") : E.opt.target_tma && !mma_tma_off;
+    E.opt_mma_tma = ce_env_default("TILEC_MMA_TMA", !E.opt.target_sm90a) && (E.opt.target_sm90a || E.opt.target_tma);
+    /* TILEC_STAGE_RELEASE=1: stages released by mbarrier, no block barrier
+     * at a loop's top, where plan_release allows; opt-in: on an H100 the
+     * bf16 mma.sync matmul ran 1% slower so (docs/performance.md, the
+     * fourteenth session) */
+    E.opt_stage_release = ce_env_flag("TILEC_STAGE_RELEASE");
     /* TILEC_NO_TMA_STORE=1: 16-bit tiles stored from registers as they lie
      * (for measurements; emit_cuda_store.c) */
     E.opt_no_tma_store = ce_env_flag("TILEC_NO_TMA_STORE");

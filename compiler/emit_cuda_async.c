@@ -774,10 +774,10 @@ static bool tma_geometry(Emitter *E, const IrOp *ld, int *inner, int *nbox) {
     switch (buf_form(E, lv)) {
     case FORM_SWIZZLE: {
         /* (mma.sync's swizzled buffers swizzle by row, not by address: they
-         * start at the swizzle's alignment, as wgmma's do, only with
-         * opt_mma_tma; their 8-row groups then keep it) */
+         * start at the swizzle's alignment, as wgmma's do, only where
+         * mma_tma_buffer says; their 8-row groups then keep it) */
         int w = E->async_swizzle[lv];
-        if ((!E->async_core[lv] && !E->opt_mma_tma) || rows % 8 || cols * s % w) return false;
+        if ((!E->async_core[lv] && !mma_tma_buffer(E, lv)) || rows % 8 || cols * s % w) return false;
         *inner = w / s;
         *nbox = cols * s / w;
         return true;
@@ -1084,7 +1084,7 @@ static const char *stage_offset(Emitter *E, int j, const char *stage) {
  * `iv` (a C expression), load j into the buffer at byte offset dst[j], if
  * that iteration exists: the ops `chain` marks recompute their indices. */
 static void issue_ahead(Emitter *E, const IrOp *loop, const char *i, const char *iv, int n, const IrOp *const *loads,
-                        const char *const *dst, const bool *chain, const char *bar) {
+                        const char *const *dst, const bool *chain, const char *bar, const char *free_wait) {
     size_t bytes = sizeof(Val) * (size_t)E->f->nvalues;
     Val *saved = malloc(bytes ? bytes : 1);
     if (!saved) return;
@@ -1100,7 +1100,9 @@ static void issue_ahead(Emitter *E, const IrOp *loop, const char *i, const char 
     Layout scalar;
     memset(&scalar, 0, sizeof scalar);
     ce_set_val(E, loop->result, ivn, ce_lay_add(E, &scalar));
-    /* (TMA copies, bar given: the pipeline's own, E->pipe.tma) */
+    /* (TMA copies, bar given: the pipeline's own, E->pipe.tma; free_wait: a
+     * statement thread 0 runs first, waiting for the buffers' last readers) */
+    if (free_wait) ce_out(E, "if (threadIdx.x == 0) %s", free_wait);
     if (bar) ce_out(E, "if (threadIdx.x == 0) tile_mbar_expect(%s, %d);   /* the bytes of this iteration's TMA copies */", bar,
                     E->pipe.tma_bytes);
     bool cp_async = false;
@@ -1136,13 +1138,19 @@ static const char *stage_barrier(Emitter *E, const char *stage) {
     return ce_fmt_str(E, "tile_async + %lld + (%s) * 8", (long long)E->pipe.bar_off, stage);
 }
 
+/* The mbarrier the warps release stage `stage` on (Pipe.release). */
+static const char *release_barrier(Emitter *E, const char *stage) {
+    return ce_fmt_str(E, "tile_async + %lld + (%d + %s) * 8", (long long)E->pipe.bar_off, E->pipe.stages, stage);
+}
+
 /* The pipeline's copies of the iteration whose induction variable is `iv`
- * into stage `stage` (C expressions). */
-static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const char *iv, const char *stage) {
+ * into stage `stage` (C expressions); free_wait as issue_ahead's. */
+static void issue_iteration(Emitter *E, const IrOp *loop, const char *i, const char *iv, const char *stage,
+                            const char *free_wait) {
     const char *dst[ASYNC_MAX_PIPE];
     for (int j = 0; j < E->pipe.n; j++) dst[j] = stage_offset(E, j, stage);
     issue_ahead(E, loop, i, iv, E->pipe.n, E->pipe.loads, dst, E->pipe_chain,
-                E->pipe.tma_bytes ? stage_barrier(E, stage) : NULL);
+                E->pipe.tma_bytes ? stage_barrier(E, stage) : NULL, free_wait);
 }
 
 /* Does blk hold a loop that is not known to be short (fewer than 4
@@ -1431,6 +1439,37 @@ static void emit_transpose_in_place(Emitter *E, const IrOp *ld, const char *buf,
 
 static bool may_leave(const IrBlock *blk);
 
+/* Does blk (nested blocks included) hold a product on wgmma? */
+static bool holds_wgmma(const Emitter *E, const IrBlock *blk) {
+    for (int i = 0; blk && i < blk->nops; i++) {
+        const IrOp *o = blk->ops[i];
+        if (o->op == OP_MMA && E->wgmma_split && E->wgmma_split[o->result] >= 0) return true;
+        if (holds_wgmma(E, o->body) || holds_wgmma(E, o->else_body)) return true;
+    }
+    return false;
+}
+
+/* May the warps release the loop's stages by mbarrier (Pipe.release), no
+ * block barrier at the loop's top?  Where TMA fills every stage (thread 0
+ * then refills a stage once the warps have released it; each thread waits
+ * for the copies itself), nothing rounds or transposes a stage in place or
+ * copies it elsewhere between the wait and a barrier (those need every
+ * thread's share done), and no product on wgmma reads it (wgmma reads after
+ * its instruction has issued).  What else the body does in shared memory
+ * (scratch) has barriers of its own, scratch_clean being false at the top.
+ * Opt-in (TILEC_STAGE_RELEASE=1): predicted +2-5% for the mma.sync matmul
+ * (the barrier at the loop's top held 12% of its stall samples on an H100),
+ * it measured 1% slower (480.7 / 482.6 against 485.2 / 485.5 TFLOP/s at
+ * 8192^3; docs/performance.md, the fourteenth session). */
+static bool plan_release(Emitter *E, const IrOp *loop) {
+    if (!E->opt_stage_release) return false;
+    for (int j = 0; j < E->pipe.n; j++) {
+        int lv = E->pipe.loads[j]->result;
+        if (!E->pipe.tma[j] || E->async_round[lv] || E->async_tr_wgmma[lv] || E->async_tr_ld[lv]) return false;
+    }
+    return !holds_wgmma(E, loop->body);
+}
+
 /* Which of the pipeline's loads TMA copies (tma_geometry): on sm_90a, and on
  * sm_90 code without wgmma (opt_mma_tma: mma.sync's swizzled operands, and
  * any other pipelined tile a box can copy), unless TILEC_NO_TMA, in a loop
@@ -1453,8 +1492,9 @@ static void plan_tma(Emitter *E, const IrOp *loop) {
         E->pipe.tma_bytes += tile_rows(t, row) * t->shape[col] * ce_regsize(t->dtype);
     }
     if (!E->pipe.tma_bytes) return;
+    E->pipe.release = plan_release(E, loop);
     E->pipe.bar_off = (E->async_top + 7) / 8 * 8;
-    E->async_top = E->pipe.bar_off + 8 * E->pipe.stages;
+    E->async_top = E->pipe.bar_off + (E->pipe.release ? 16 : 8) * E->pipe.stages;
     if (E->async_top > E->async_peak) E->async_peak = E->async_top;
 }
 
@@ -1625,16 +1665,20 @@ bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char
     if (E->pipe.tma_bytes) ce_out(E, "tile_fence_proxy_async_all();");
     ce_out(E, "__syncthreads();");
     if (E->pipe.tma_bytes) {
-        ce_out(E, "if (threadIdx.x == 0) {   /* one mbarrier a stage: thread 0's arrival and the TMA copies' bytes */");
+        ce_out(E, "if (threadIdx.x == 0) {   /* one mbarrier a stage: thread 0's arrival and the TMA copies' bytes%s */",
+               E->pipe.release ? "; one more: each warp's release of it" : "");
         E->indent++;
         for (int st = 0; st < stages; st++) ce_out(E, "tile_mbar_init(%s, 1);", stage_barrier(E, ce_fmt_str(E, "%d", st)));
+        if (E->pipe.release)   /* (each warp's lane 0 arrives when it is done with the stage) */
+            for (int st = 0; st < stages; st++)
+                ce_out(E, "tile_mbar_init(%s, %d);", release_barrier(E, ce_fmt_str(E, "%d", st)), E->threads / 32);
         ce_out(E, "tile_mbar_init_fence();");
         E->indent--;
         ce_out(E, "}");
         ce_out(E, "__syncthreads();");
     }
     for (int s = 0; s < E->pipe.lookahead; s++)
-        issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s));
+        issue_iteration(E, loop, i, ce_fmt_str(E, "(long long)%s + %d * %s_st", lo, s, i), ce_fmt_str(E, "%d", s), NULL);
     ce_out(E, "int %s_it = 0;", i);
     return true;
 }
@@ -1688,17 +1732,33 @@ void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i) {
     bool made_early = false;
     if (E->pipe.tr_early) fence |= emit_transposes(E, i, true, &made_early);
     if (fence) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma and TMA */");
-    if (E->pipe.wgmma_inflight)
+    const char *free_wait = NULL;
+    if (E->pipe.release) {   /* (iteration it + L - S read the stage last, if there was one) */
+        free_wait = ce_fmt_str(E, "{ if (%s_it >= %d) tile_mbar_wait(%s, (unsigned)((%s_it + %d) / %d - 1) & 1); }   "
+                                  "/* the warps have released the stage */",
+                               i, S - L, release_barrier(E, ce_fmt_str(E, "(%s_it + %d) %% %d", i, L, S)), i, L, S);
+    } else if (E->pipe.wgmma_inflight) {
         ce_out(E, "__syncthreads();             /* ... for every thread; the buffer of two iterations ago is free */");
-    else
+        E->scratch_clean = true;
+    } else {
         ce_out(E, "__syncthreads();             /* ... for every thread; the last iteration's buffer is free */");
-    E->scratch_clean = true;
-    issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, L, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, L, S));
+        E->scratch_clean = true;
+    }
+    issue_iteration(E, loop, i, ce_fmt_str(E, "%s + %d * %s_st", i, L, i), ce_fmt_str(E, "(%s_it + %d) %% %d", i, L, S),
+                    free_wait);
     bool transposed = false;
     if (emit_transposes(E, i, false, &transposed)) ce_out(E, "tile_fence_proxy_async();   /* ... visible to wgmma */");
     if (transposed) ce_out(E, "__syncthreads();             /* ... the transposed copies too */");
     E->pipe.stage = ce_fmt_str(E, "%s_st%d", i, S);
     ce_out(E, "const int %s = %s_it %% %d;", E->pipe.stage, i, S);
+}
+
+void ce_async_loop_bottom(Emitter *E) {
+    if (!E->pipe.release) return;
+    /* (__syncwarp orders the other lanes' reads of the stage before lane 0's arrival) */
+    ce_out(E, "__syncwarp();");
+    ce_out(E, "if (lane == 0) tile_mbar_arrive(%s);   /* this warp is done with the stage */",
+           release_barrier(E, E->pipe.stage));
 }
 
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
@@ -1724,6 +1784,8 @@ void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save) {
         ce_out(E, "if (threadIdx.x == 0) {");
         E->indent++;
         for (int st = 0; st < E->pipe.stages; st++) ce_out(E, "tile_mbar_inval(%s);", stage_barrier(E, ce_fmt_str(E, "%d", st)));
+        for (int st = 0; E->pipe.release && st < E->pipe.stages; st++)
+            ce_out(E, "tile_mbar_inval(%s);", release_barrier(E, ce_fmt_str(E, "%d", st)));
         E->indent--;
         ce_out(E, "}");
     }
@@ -1749,7 +1811,7 @@ static bool may_leave(const IrBlock *blk) {
 static void issue_prefetch(Emitter *E, const char *iv) {
     const char *dst[ASYNC_MAX_PIPE];
     for (int j = 0; j < E->pipe.pf_n; j++) dst[j] = ce_fmt_str(E, "%lld", (long long)E->pipe.pf_off[j]);
-    issue_ahead(E, E->pipe.pf_loop, E->pipe.pf_i, iv, E->pipe.pf_n, E->pipe.pf_loads, dst, E->pipe.pf_chain, NULL);
+    issue_ahead(E, E->pipe.pf_loop, E->pipe.pf_i, iv, E->pipe.pf_n, E->pipe.pf_loads, dst, E->pipe.pf_chain, NULL, NULL);
 }
 
 /* A loop that holds a loop gets no pipeline (ce_async_loop_begin), so each

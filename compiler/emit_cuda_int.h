@@ -59,6 +59,11 @@ typedef struct Pipe {
     bool tma[ASYNC_MAX_PIPE];
     int64_t bar_off;
     int tma_bytes;
+    /* every stage by TMA and read only by the loop's products: each warp
+     * releases its stage on a second mbarrier a stage (after the first
+     * ones), which thread 0 waits on before refilling it, instead of a
+     * block barrier each iteration (plan_release) */
+    bool release;
     int tma_map[ASYNC_MAX_PIPE];          /* load j's tensor map (CudaKernelCode.tmaps) */
     /* wgmma's transposed copies (async_tr_wgmma) made before the barrier
      * that publishes the stage, not after it (all of them by TMA), and how
@@ -212,6 +217,8 @@ typedef struct Emitter {
     bool used_wgmma;
     bool opt_no_tma;          /* TILEC_NO_TMA: pipelined copies by cp.async only (for measurements) */
     bool opt_mma_tma;         /* mma.sync's swizzled operands by TMA too (plan_tma; TILEC_MMA_TMA) */
+    bool opt_stage_release;   /* TILEC_STAGE_RELEASE: stages released by mbarrier where they can be
+                               * (plan_release; opt-in: timed, 1% slower) */
     bool opt_tr_no_hoist;     /* TILEC_TR_NO_HOIST: in-place transpositions' offsets computed in the loop
                                * (for measurements; tr_offsets) */
     bool opt_edge_unrolled;   /* TILEC_EDGE_UNROLLED: an edge tile's copies unrolled behind the fast path
@@ -248,6 +255,8 @@ void ce_fail(Emitter *E, const IrOp *op, const char *fmt, ...) __attribute__((fo
 void ce_need_smem(Emitter *E, int64_t bytes);
 /* An experiment knob of the environment is set (to anything but "" or "0"). */
 bool ce_env_flag(const char *name);
+/* `name` set and not "0" (true), set to "0" (false), or unset: `dflt` */
+bool ce_env_default(const char *name, bool dflt);
 /* Calls visit on every MMA of blk, nested blocks first (the analyses that
  * mark an mma's operands: emit_cuda_async.c, emit_cuda_wgmma.c). */
 void ce_each_mma(Emitter *E, const IrBlock *blk, void (*visit)(Emitter *E, const IrOp *mma));
@@ -414,6 +423,8 @@ void ce_async_emit_load(Emitter *E, const IrOp *ld);
 bool ce_async_pipelined(Emitter *E, const IrOp *ld);
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save);
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i);
+/* the end of a pipelined loop's body: each warp releases its stage (Pipe.release) */
+void ce_async_loop_bottom(Emitter *E);
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save);
 /* For a loop ce_async_loop_begin gave no pipeline: its prefetched loads'
  * buffers and the first iteration's copies (before the loop). */

@@ -393,6 +393,10 @@ TILE_DEV void tile_mbar_expect(void *bar, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(tile_smem_addr(bar)), "r"(bytes)
                  : "memory");
 }
+/* this thread's arrival, its earlier accesses of shared memory before it */
+TILE_DEV void tile_mbar_arrive(void *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(tile_smem_addr(bar)) : "memory");
+}
 /* waits until the phase of parity `parity` has completed */
 TILE_DEV void tile_mbar_wait(void *bar, unsigned parity) {
     unsigned done;
