@@ -355,12 +355,26 @@ static void ts_printf(TuneStr *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+extern char **environ;
+
+/* The TILEC_ variables of the environment, hashed in any order (0: none): the
+ * compiler's knobs (TILEC_MMA_TMA=0, TILEC_STAGE_RELEASE=1, ...) change the
+ * code each point runs, so a winner timed under some is not one under others. */
+static uint64_t tune_env_hash(void) {
+    uint64_t h = 0;
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, "TILEC_", 6) == 0) h += disk_cache_fnv1a(*e, strlen(*e), DISK_CACHE_FNV_SEED);
+    return h;
+}
+
 static void tune_make_key(Tuner *t, const tile_const *fixed, int nfixed, const tile_arg *args, int nargs) {
     TuneStr b = {&t->arena, NULL, 0, 0};
     const char *backend = t->ctx->ops->name ? t->ctx->ops->name : "?";
     const char *tag = tile_ctx_codegen_tag(t->ctx);
     ts_printf(&b, "%s|%016llx|%s:%s%s%s|", t->kernel, (unsigned long long)t->mod->source_hash, backend,
               tile_ctx_device_name(t->ctx), *tag ? ":" : "", tag);
+    uint64_t env = tune_env_hash();
+    if (env) ts_printf(&b, "env %016llx|", (unsigned long long)env);
     for (int i = 0; i < nargs; i++) {
         const tile_arg *a = &args[i];
         if (i) ts_printf(&b, ",");

@@ -219,6 +219,18 @@ static void test_search_and_cache(void) {
     CHECK(!stats.cache_hit && stats.ntimed == 6);
     CHECK(cache_files(NULL, 0) == 2);
 
+    /* 3b. a compiler knob of the environment (TILEC_...) is part of the key: the
+     *     code each point runs may differ under it; unset, the winner is back */
+    setenv("TILEC_STAGE_RELEASE", "1", 1);
+    nbc = 4;
+    CHECK(tune_saxpy(100, &o, &best, bc, &nbc) == TILE_OK);
+    CHECK(!stats.cache_hit && stats.ntimed == 6 && stats.cache_stored);
+    CHECK(cache_files(NULL, 0) == 3);
+    unsetenv("TILEC_STAGE_RELEASE");
+    nbc = 4;
+    CHECK(tune_saxpy(100, &o, &best, bc, &nbc) == TILE_OK);
+    CHECK(stats.cache_hit && stats.ntimed == 0);
+
     /* 4. force: times again even with a cached winner */
     o.force = 1;
     nbc = 4;
