@@ -9,10 +9,12 @@
  * Execution: the blocks run one after another.  Each thread of a block is a
  * fiber with its own stack: ucontext starts it, _setjmp/_longjmp switch
  * (swapcontext would save the signal mask, a system call, at every switch).
- * A thread runs until it must wait: at __syncthreads, or at a warp-wide
- * instruction (shuffle, ldmatrix, mma.sync, __syncwarp) until its warp's
- * other lanes reach it.  The last lane to arrive computes the instruction
- * for the whole warp.
+ * A thread runs until it must wait: at __syncthreads, at an mbarrier, or at
+ * a warp-wide instruction (shuffle, ldmatrix, mma.sync, __syncwarp) until
+ * its warp's other lanes reach it.  The last lane to arrive computes the
+ * instruction for the whole warp.  The blocks alternate between two orders:
+ * each thread a step in turn, and each warp as far as it can go before the
+ * next (run_block).
  *
  * What is checked, beyond the results: lanes of a warp at different
  * warp-wide instructions (of different kinds, or ldmatrix / mma.sync at
@@ -24,8 +26,10 @@
  * 0xff bytes (NaN as floats).  wgmma (sm_90a code, TILEC_EMU_ARCH): the
  * threads of a warp group meet at each of its instructions, and a product is
  * computed at the wait that covers it.  TMA: a copy into shared memory reads
- * global memory when issued and lands when a thread waits on its mbarrier; a
- * store reads shared memory at its bulk group's wait.  Not emulated: races
+ * global memory when issued and lands when a thread waits on its mbarrier
+ * (an ldmatrix or 16-byte shared load of its bytes before then fails the
+ * launch); a store reads shared memory at its bulk group's wait.  Not
+ * emulated: races
  * between threads that meet at no barrier (the fibers take turns only where
  * they wait). */
 #ifndef TILE_EMU_DEVICE_H
@@ -126,6 +130,7 @@ static bool progress;
 static char failure[512];
 static Warp warps[MAX_THREADS / 32];
 static int bar_arrived, alive;   /* at __syncthreads; threads not yet returned */
+static unsigned launches;        /* tile_emu_launch's calls so far (run_block's order) */
 static unsigned bar_gen;
 static void *const *params;
 static int smem_used;
@@ -929,12 +934,13 @@ static bool run_block() {
         f.uc.uc_link = NULL;
         makecontext(&f.uc, fiber_main, 0);
     }
-    /* Two orders, the blocks alternating: each thread a step in turn (the
-     * warps keep in step), and each warp as far as it can go before the
-     * next (a warp runs ahead of the others wherever nothing holds it back,
-     * as one may on the GPU: a missing barrier then shows) */
+    /* Two orders, the blocks alternating (and a launch's first block
+     * alternating between launches): each thread a step in turn (the warps
+     * keep in step), and each warp as far as it can go before the next (a
+     * warp runs ahead of the others wherever nothing holds it back, as one
+     * may on the GPU: a missing barrier then shows) */
     const unsigned linear = block_idx.x + grid_dim.x * (block_idx.y + grid_dim.y * block_idx.z);
-    const bool warp_ahead = linear % 2 == 0;
+    const bool warp_ahead = (linear + launches) % 2 == 0;
     while (alive > 0 && !failure[0]) {   /* (fiber_main counts the threads down) */
         bool any = false;
         for (int w = 0; w * 32 < nthreads && !failure[0]; w++) {
@@ -990,6 +996,7 @@ extern "C" int tile_emu_launch(const int grid[3], int threads, int smem, void *c
     nthreads = threads;
     smem_used = smem;
     params = args;
+    launches++;
     failure[0] = 0;
     grid_dim = tile_emu_dim3{(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
     block_dim = tile_emu_dim3{(unsigned)threads, 1, 1};

@@ -2,8 +2,9 @@
 // tested on kernels written by hand, for what the generated kernels cannot show:
 // the failures it must report, that ldmatrix and mma.sync agree as the
 // hardware's do (fragments read by ldmatrix make a matrix product), that
-// wgmma finds its operands by their descriptors, and that a TMA copy lands
-// at its mbarrier's wait.
+// wgmma finds its operands by their descriptors, that a TMA copy lands
+// at its mbarrier's wait (and that reading its bytes before then fails), and
+// that the two orders of the threads both run.
 // Compiled as the emu backend compiles kernels (tests/gpu/CMakeLists.txt:
 // emu_selftest), with compiler/tile_device.cuh as tile_device.h.
 #include "tile_device.h"
@@ -18,6 +19,7 @@ static float wg_result[128][4];                  // wgmma's D, by thread
 static float garr[3][4];                         // TMA's case: the array, and its map as emu_backend.c encodes it
 static TileTensorMap gmap;
 alignas(16) static unsigned char gsrc[16];
+static int counter;                              // case 12: threads counted in
 
 static unsigned short bf16(float f) { return tile_f32_bf16(f); }
 
@@ -140,6 +142,35 @@ extern "C" void tile_host_entry(void *const *) {
         if (t == 0) result[0][0] = first, result[0][1] = second_early, result[0][2] = d2[0];
         break;
     }
+    case 11: {   // an ldmatrix of bytes a TMA copy in flight fills (not waited for): must fail
+        unsigned char *bar = tile_smem + 1024;
+        if (t == 0) {
+            tile_mbar_init(bar, 1);
+            tile_mbar_expect(bar, 64);
+            tile_tma_load(tile_smem, &gmap, bar, 0, 0);
+        }
+        __syncthreads();
+        tile_ldsm_x4(r[0], r[1], r[2], r[3], tile_smem + (lane & 7) * 16);   // (one warp: every lane reads before any waits)
+        tile_mbar_wait(bar, 0);
+        break;
+    }
+    case 12: {   // two warps, no barrier after the first: each thread counts itself in; warp 1
+                 // (the last through that barrier, which runs on first) reads the count after a
+                 // warp-wide instruction (32: it ran ahead of warp 0; 64: in step), then the
+                 // warps' lane 0 arrive on an mbarrier of count 2 that thread 0 waits on
+        unsigned char *bar = tile_smem + 1024;
+        if (t == 0) tile_mbar_init(bar, 2);
+        __syncthreads();
+        __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+        __syncwarp();
+        if (t == 32) result[0][0] = (float)counter;
+        if (lane == 0) tile_mbar_arrive(bar);
+        if (t == 0) {
+            tile_mbar_wait(bar, 0);
+            result[0][1] = (float)counter;   // every thread has counted itself in by now
+        }
+        break;
+    }
     case 10: {   // a second phase of an mbarrier (parity 1); a TMA store lands at its bulk group's wait
         unsigned char *bar = tile_smem + 1024;
         if (t == 0) {
@@ -249,6 +280,19 @@ int main() {
     ok = launch(10, 64, 2048, err) == 0;
     expect(ok && result[0][0] == 1 && result[0][1] == 5, "an mbarrier's second phase completes on parity 1");
     expect(ok && result[0][2] == 1 && result[0][3] == 300, "a TMA store reads shared memory and writes at its bulk group's wait");
+    expect(launch(11, 32, 2048, err) != 0 && strstr(err, "reads what a TMA copy in flight fills"),
+           "an ldmatrix of bytes a TMA copy in flight fills fails the launch");
+    // the two orders, one launch each (the first block's alternates between launches)
+    float seen[2];
+    ok = true;
+    for (int k = 0; k < 2; k++) {
+        counter = 0;
+        memset(result, 0, sizeof result);
+        ok = ok && launch(12, 64, 2048, err) == 0 && result[0][1] == 64;
+        seen[k] = result[0][0];
+    }
+    expect(ok && seen[0] + seen[1] == 32 + 64 && (seen[0] == 32 || seen[1] == 32),
+           "a warp runs ahead of the others in one launch, in step with them in the next; an mbarrier of count 2 completes");
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
 }
