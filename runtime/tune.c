@@ -357,13 +357,24 @@ static void ts_printf(TuneStr *b, const char *fmt, ...) {
 
 extern char **environ;
 
-/* The TILEC_ variables of the environment, hashed in any order (0: none): the
- * compiler's knobs (TILEC_MMA_TMA=0, TILEC_STAGE_RELEASE=1, ...) change the
- * code each point runs, so a winner timed under some is not one under others. */
+/* The TILEC_ variables of the environment set to something, hashed in any
+ * order (0: none): the compiler's knobs (TILEC_MMA_TMA=0,
+ * TILEC_STAGE_RELEASE=1, ...) change the code each point runs, so a winner
+ * timed under some is not one under others.  Not the ones that change no
+ * code: the benchmarks' and tools' own, the emu backend's host compiler,
+ * the compile threads, the cache log. */
 static uint64_t tune_env_hash(void) {
+    static const char *const no_code[] = {"TILEC_BENCH_", "TILEC_FUZZ_", "TILEC_GPU_BUILD=", "TILEC_EMU_CXX=",
+                                          "TILEC_COMPILE_THREADS=", "TILEC_CACHE_LOG="};
     uint64_t h = 0;
-    for (char **e = environ; e && *e; e++)
-        if (strncmp(*e, "TILEC_", 6) == 0) h += disk_cache_fnv1a(*e, strlen(*e), DISK_CACHE_FNV_SEED);
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "TILEC_", 6) != 0 || !eq || !eq[1]) continue;
+        bool skip = false;
+        for (size_t k = 0; k < sizeof no_code / sizeof no_code[0]; k++)
+            skip |= strncmp(*e, no_code[k], strlen(no_code[k])) == 0;
+        if (!skip) h += disk_cache_fnv1a(*e, strlen(*e), DISK_CACHE_FNV_SEED);
+    }
     return h;
 }
 

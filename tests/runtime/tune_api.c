@@ -163,6 +163,10 @@ static void check_winner(tile_kernel *best, const tile_const *bc, int nbc) {
 }
 
 static void test_search_and_cache(void) {
+    /* (the knob 3b sets, unset throughout: the caller's value, if any, back at the end) */
+    const char *outer = getenv("TILEC_STAGE_RELEASE");
+    char *saved = outer ? strdup(outer) : NULL;
+    unsetenv("TILEC_STAGE_RELEASE");
     clear_cache();
     tile_tune_stats stats;
     FILE *log = fresh_log();
@@ -220,7 +224,14 @@ static void test_search_and_cache(void) {
     CHECK(cache_files(NULL, 0) == 2);
 
     /* 3b. a compiler knob of the environment (TILEC_...) is part of the key: the
-     *     code each point runs may differ under it; unset, the winner is back */
+     *     code each point runs may differ under it; unset, the winner is back;
+     *     one that changes no code (TILEC_CACHE_LOG) or is empty is not */
+    setenv("TILEC_CACHE_LOG", "0", 1);
+    setenv("TILEC_STAGE_RELEASE", "", 1);
+    nbc = 4;
+    CHECK(tune_saxpy(100, &o, &best, bc, &nbc) == TILE_OK);
+    CHECK(stats.cache_hit && stats.ntimed == 0);
+    unsetenv("TILEC_CACHE_LOG");
     setenv("TILEC_STAGE_RELEASE", "1", 1);
     nbc = 4;
     CHECK(tune_saxpy(100, &o, &best, bc, &nbc) == TILE_OK);
@@ -238,6 +249,8 @@ static void test_search_and_cache(void) {
     CHECK(!stats.cache_hit && stats.ntimed == 6 && stats.cache_stored);
     o.force = 0;
     fclose(log);
+    if (saved) setenv("TILEC_STAGE_RELEASE", saved, 1);
+    free(saved);
 }
 
 /* Damages the file and checks that it is ignored with a warning, then rewritten. */
