@@ -59,8 +59,8 @@ typedef struct Pipe {
     bool tma[ASYNC_MAX_PIPE];
     int64_t bar_off;
     int tma_bytes;
-    /* every stage by TMA and read only by the loop's products: each warp
-     * releases its stage on a second mbarrier a stage (after the first
+    /* every stage by TMA, none rounded, transposed or read by wgmma: each
+     * warp releases its stage on a second mbarrier a stage (after the first
      * ones), which thread 0 waits on before refilling it, instead of a
      * block barrier each iteration (plan_release) */
     bool release;
