@@ -35,6 +35,15 @@ __attribute__((noinline)) static void wgmma_elsewhere2(float *const *acc, unsign
     tile_emu_wgmma("bf16", 8, acc, (const unsigned *)0, da, db, 0, 0);
 }
 
+// thread 0 arms the mbarrier at `bar` (count 1) for a TMA copy of gmap's box at (x, y) into
+// shared memory's start, and issues it
+static void tma_begin(unsigned char *bar, int x, int y) {
+    if (threadIdx.x != 0) return;
+    tile_mbar_init(bar, 1);
+    tile_mbar_expect(bar, 64);
+    tile_tma_load(tile_smem, &gmap, bar, x, y);
+}
+
 extern "C" void tile_host_entry(void *const *) {
     const int t = threadIdx.x, lane = t & 31;
     unsigned r[4];
@@ -99,12 +108,8 @@ extern "C" void tile_host_entry(void *const *) {
     }
     case 8: {   // a TMA copy of a 2 x 8 box of f32 at (-2, 1) of a 3 x 4 array: lands at the mbarrier's wait
         unsigned char *bar = tile_smem + 1024;
-        if (t == 0) {
-            tile_mbar_init(bar, 1);
-            tile_mbar_expect(bar, 64);
-            tile_tma_load(tile_smem, &gmap, bar, -2, 1);
-            result[0][0] = tile_smem[0];   // not landed yet: 0xff
-        }
+        tma_begin(bar, -2, 1);
+        if (t == 0) result[0][0] = tile_smem[0];   // not landed yet: 0xff
         __syncthreads();
         tile_mbar_wait(bar, 0);
         if (t == 0)
@@ -144,11 +149,7 @@ extern "C" void tile_host_entry(void *const *) {
     }
     case 11: {   // an ldmatrix of bytes a TMA copy in flight fills (not waited for): must fail
         unsigned char *bar = tile_smem + 1024;
-        if (t == 0) {
-            tile_mbar_init(bar, 1);
-            tile_mbar_expect(bar, 64);
-            tile_tma_load(tile_smem, &gmap, bar, 0, 0);
-        }
+        tma_begin(bar, 0, 0);
         __syncthreads();
         tile_ldsm_x4(r[0], r[1], r[2], r[3], tile_smem + (lane & 7) * 16);   // (one warp: every lane reads before any waits)
         tile_mbar_wait(bar, 0);
@@ -173,11 +174,7 @@ extern "C" void tile_host_entry(void *const *) {
     }
     case 10: {   // a second phase of an mbarrier (parity 1); a TMA store lands at its bulk group's wait
         unsigned char *bar = tile_smem + 1024;
-        if (t == 0) {
-            tile_mbar_init(bar, 1);
-            tile_mbar_expect(bar, 64);
-            tile_tma_load(tile_smem, &gmap, bar, 0, 0);
-        }
+        tma_begin(bar, 0, 0);
         __syncthreads();
         tile_mbar_wait(bar, 0);
         __syncthreads();
