@@ -1971,6 +1971,9 @@ static int emit_kernel(const IrFunc *f, const CudaEmitOptions *opt, CudaKernelCo
      * a stored value is made otherwise */
     for (int i = 0; i < f->nlocals; i++) E.local_lay[i] = ce_plan_local_layout(&E, i, E.local_lay[i]);
     ce_wgmma_plan(&E);
+    /* shared memory aligned for the hardware's swizzle where a buffer needs it
+     * (the forms are final now: ce_wgmma_plan may have changed them) */
+    for (int i = 0; i < E.f->nvalues; i++) E.swizzled |= ce_async_swizzle_aligned(&E, i);
     ce_plan_accumulators(&E);
     ce_async_plan_rounding(&E);
     emit_passes(&E);

@@ -446,8 +446,6 @@ static bool settle_readers(Emitter *E, const IrBlock *blk) {
     return changed;
 }
 
-static bool mma_tma_buffer(const Emitter *E, int lv);
-
 void ce_async_analyse(Emitter *E) {
     int n = E->f->nvalues + 1;
     E->nuses = ARENA_ARRAY(&E->mem, int, n);
@@ -487,12 +485,10 @@ void ce_async_analyse(Emitter *E) {
         E->async_ptr[i] = NULL;
         E->async_stages[i] = 0;
     }
-    E->swizzled = false;
+    E->swizzled = false;   /* (emit_kernel, once the plans are made: ce_async_swizzle_aligned) */
     ir_count_uses(E->f, E->nuses, NULL);
     ce_each_mma(E, E->f->body, mark_operands);
     while (settle_readers(E, E->f->body)) {}
-    /* (TMA computes the swizzle from the address: buffer_start) */
-    for (int i = 0; i < E->f->nvalues; i++) E->swizzled |= mma_tma_buffer(E, i);
 }
 
 bool ce_async_tf32_a_by_registers(Emitter *E, const IrOp *o) {
@@ -527,15 +523,20 @@ static bool mma_tma_buffer(const Emitter *E, int lv) {
            (ce_array_flags(E, ld->array) & CUDA_ARRAY_TMA);
 }
 
+/* Do load `lv`'s buffers start at the swizzle's alignment?  Where the
+ * hardware computes the swizzle from the address: wgmma's swizzled buffers,
+ * and a transposed copy for wgmma, swizzled whatever its load's buffer is;
+ * mma.sync's swizzle is computed from the row, which is the same once its
+ * buffer starts so: where TMA may fill it (mma_tma_buffer). */
+bool ce_async_swizzle_aligned(const Emitter *E, int lv) {
+    return (E->async_swizzle[lv] && E->async_core[lv]) || mma_tma_buffer(E, lv) || E->async_tr_wgmma[lv];
+}
+
 /* Where load `lv`'s buffers may start at or after byte `top`: at 128-byte
- * alignment, or for wgmma's swizzle, which the hardware computes from the
- * address, the swizzle's (tile_async itself is aligned so, emit_cuda.c);
- * mma.sync's is computed from the row, which is the same once its buffer
- * starts so: where TMA may fill it (mma_tma_buffer). */
+ * alignment, or the swizzle's (ce_async_swizzle_aligned; tile_async itself
+ * is aligned so, emit_cuda.c). */
 static int64_t buffer_start(const Emitter *E, int lv, int64_t top) {
-    /* (a transposed copy for wgmma is swizzled whatever its load's buffer is) */
-    int64_t align = (E->async_swizzle[lv] && E->async_core[lv]) || mma_tma_buffer(E, lv) || E->async_tr_wgmma[lv]
-                        ? SWIZZLE_ALIGN : 128;
+    int64_t align = ce_async_swizzle_aligned(E, lv) ? SWIZZLE_ALIGN : 128;
     return (top + align - 1) / align * align;
 }
 

@@ -423,6 +423,9 @@ void ce_async_emit_load(Emitter *E, const IrOp *ld);
 bool ce_async_pipelined(Emitter *E, const IrOp *ld);
 bool ce_async_loop_begin(Emitter *E, const IrOp *loop, const char *i, const char *lo, AsyncLoopState *save);
 void ce_async_loop_top(Emitter *E, const IrOp *loop, const char *i);
+/* Do async load `lv`'s buffers start at the swizzle's alignment (the
+ * hardware computes the swizzle from the address)? */
+bool ce_async_swizzle_aligned(const Emitter *E, int lv);
 /* the end of a pipelined loop's body: each warp releases its stage (Pipe.release) */
 void ce_async_loop_bottom(Emitter *E);
 void ce_async_loop_end(Emitter *E, bool pipelined, AsyncLoopState *save);

@@ -382,11 +382,8 @@ void ce_wgmma_plan(Emitter *E) {
             E->async_tr_kperm[i] = false, E->wgmma_kperm[i] = false;
         }
     }
-    /* (shared memory aligned for the hardware's swizzle: mma.sync's swizzled
-     * buffers compute theirs from the row, unless TMA fills them
-     * (emit_cuda_async.c, mma_tma_buffer); a staged B lies at the scratch
-     * area's start) */
-    for (int i = 0; i < n; i++) E->swizzled |= (E->async_swizzle[i] != 0 && E->async_core[i]) || E->async_tr_wgmma[i];
+    /* (a staged B lies at the scratch area's start, aligned for the
+     * hardware's swizzle; the buffers' own alignment: emit_kernel) */
     ce_each_mma(E, E->f->body, note_staged);
 }
 
