@@ -113,28 +113,32 @@ static void prefetched_free(Prefetched *p) {
 
 static uint64_t key_hash(const char *key) { return disk_cache_fnv1a(key, strlen(key), DISK_CACHE_FNV_SEED); }
 
-/* The image of `key` compiled ahead, or NULL. */
-static const Prefetched *prefetched_find(const CudaState *s, const char *key) {
+/* The link to the image of `key` compiled ahead (s->prefetched or an
+ * image's next), or NULL. */
+static Prefetched **prefetched_link(CudaState *s, const char *key) {
     uint64_t h = key_hash(key);
-    for (const Prefetched *p = s->prefetched; p; p = p->next)
-        if (p->key_hash == h && strcmp(p->key, key) == 0) return p;
+    for (Prefetched **at = &s->prefetched; *at; at = &(*at)->next)
+        if ((*at)->key_hash == h && strcmp((*at)->key, key) == 0) return at;
     return NULL;
+}
+
+/* The image of `key` compiled ahead, or NULL. */
+static const Prefetched *prefetched_find(CudaState *s, const char *key) {
+    Prefetched **at = prefetched_link(s, key);
+    return at ? *at : NULL;
 }
 
 /* Is `key`'s image compiled ahead?  If so it becomes the newest, so that the
  * images a prefetch adds after it do not evict it first (prefetched_add
  * drops the oldest). */
 static bool prefetched_touch(CudaState *s, const char *key) {
-    uint64_t h = key_hash(key);
-    for (Prefetched **at = &s->prefetched; *at; at = &(*at)->next) {
-        Prefetched *p = *at;
-        if (p->key_hash != h || strcmp(p->key, key) != 0) continue;
-        *at = p->next;
-        p->next = s->prefetched;
-        s->prefetched = p;
-        return true;
-    }
-    return false;
+    Prefetched **at = prefetched_link(s, key);
+    if (!at) return false;
+    Prefetched *p = *at;
+    *at = p->next;
+    p->next = s->prefetched;
+    s->prefetched = p;
+    return true;
 }
 
 /* One compiled specialisation of a kernel. */
